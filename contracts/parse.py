@@ -1,0 +1,159 @@
+"""Kubernetes and Volcano manifests (YAML or JSON) to typed API objects.
+
+Everything wrong in a manifest is reported at once: `parse_object` and the loaders raise one
+`ManifestError` listing every problem, each with its document and field path. Unknown fields are ignored,
+as the Kubernetes API server does; defaulting that admission webhooks would do is left to admission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from contracts.errors import FieldError, ManifestError
+from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, ApiObject, ObjectMeta
+from contracts.parse_core import (
+    Fields,
+    describe,
+    duration_seconds,
+    parse_meta,
+    parse_node,
+    parse_pod,
+    parse_priority_class,
+)
+from contracts.parse_volcano import (
+    parse_command,
+    parse_hypernode,
+    parse_job,
+    parse_podgroup,
+    parse_queue,
+)
+
+__all__ = ["duration_seconds", "load_documents", "load_files", "parse_object"]
+
+_PARSERS: Mapping[str, Callable[[Fields, ObjectMeta], ApiObject]] = {
+    "Node": parse_node,
+    "Pod": parse_pod,
+    "PriorityClass": parse_priority_class,
+    "PodGroup": parse_podgroup,
+    "Queue": parse_queue,
+    "HyperNode": parse_hypernode,
+    "Job": parse_job,
+    "Command": parse_command,
+}
+
+
+def parse_object(doc: Mapping[str, object], document: str) -> ApiObject:
+    """The API object `doc` describes, chosen by its apiVersion and kind; `document` names it in errors."""
+    if not isinstance(doc, Mapping):
+        raise ManifestError(
+            [FieldError(document, "", f"expected a mapping (an API object), got {describe(doc)}")]
+        )
+    errors: list[FieldError] = []
+    fields = Fields(doc, "", document, errors)
+    kind = fields.string("kind", required=True)
+    api_version = fields.string("apiVersion", required=True)
+    parser = _PARSERS.get(kind)
+    if parser is None:
+        if kind:
+            fields.error(f"expected one of {', '.join(sorted(_PARSERS))}, got {kind!r}", "kind")
+        raise ManifestError(errors)
+    expected = API_VERSIONS[kind]
+    if api_version and api_version != expected:
+        fields.error(f"expected {expected!r} for kind {kind}, got {api_version!r}", "apiVersion")
+    obj = parser(fields, parse_meta(fields, cluster_scoped=kind in CLUSTER_SCOPED))
+    if errors:
+        raise ManifestError(errors)
+    return obj
+
+
+def load_documents(text: str, source: str) -> list[ApiObject]:
+    """Every object in a multi-document YAML (or JSON) text; empty documents are skipped. Documents are
+    named "<source>#<n>" in errors, n counting from 1."""
+    errors: list[FieldError] = []
+    loaded = _load_text(text, source, errors)
+    if errors:
+        raise ManifestError(errors)
+    return [obj for obj, _ in loaded]
+
+
+def load_files(paths: Sequence[str | Path]) -> list[ApiObject]:
+    """Every object in the given files, in order, with identity filled in where the manifests omit it:
+    creationTimestamp becomes the object's position in the whole list (0.0, 1.0, ...), so Volcano's
+    "creationTimestamp, then UID" order is document order, and uid becomes "<namespace>-<name>" (just the
+    name for cluster-scoped kinds)."""
+    errors: list[FieldError] = []
+    loaded: list[tuple[ApiObject, bool]] = []
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(FieldError(str(path), "", f"cannot read the file: {exc}"))
+            continue
+        loaded.extend(_load_text(text, str(path), errors))
+    if errors:
+        raise ManifestError(errors)
+    return [_with_identity(obj, index, stamped) for index, (obj, stamped) in enumerate(loaded)]
+
+
+def _load_text(text: str, source: str, errors: list[FieldError]) -> list[tuple[ApiObject, bool]]:
+    """Parsed objects, each with whether its manifest gave a creationTimestamp; problems go to `errors`."""
+    loaded = []
+    number = 0
+    try:
+        for doc in yaml.safe_load_all(text):
+            number += 1
+            if doc is None:
+                continue
+            try:
+                loaded.append((parse_object(doc, _document_name(source, number, doc)), _has_timestamp(doc)))
+            except ManifestError as exc:
+                errors.extend(exc.errors)
+    except yaml.YAMLError as exc:
+        # the stream cannot be read past a syntax error; what was parsed before it is still checked
+        errors.append(FieldError(f"{source}#{number + 1}", "", _syntax_message(exc)))
+    return loaded
+
+
+def _syntax_message(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is None:
+        return f"YAML syntax error: {problem}"
+    return f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
+def _document_name(source: str, number: int, doc: object) -> str:
+    """E.g. "jobs.yaml#2 (Job default/distcc)", with as much of the identity as the document gives."""
+    name = f"{source}#{number}"
+    kind = doc.get("kind") if isinstance(doc, Mapping) else None
+    if not isinstance(kind, str) or not kind:
+        return name
+    meta = doc.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    object_name = meta.get("name")
+    if not isinstance(object_name, str) or not object_name:
+        return f"{name} ({kind})"
+    namespace = meta.get("namespace")
+    if kind in CLUSTER_SCOPED:
+        return f"{name} ({kind} {object_name})"
+    namespace = namespace if isinstance(namespace, str) and namespace else "default"
+    return f"{name} ({kind} {namespace}/{object_name})"
+
+
+def _has_timestamp(doc: Mapping[str, object]) -> bool:
+    meta = doc.get("metadata")
+    return isinstance(meta, Mapping) and meta.get("creationTimestamp") is not None
+
+
+def _with_identity(obj: ApiObject, index: int, stamped: bool) -> ApiObject:
+    meta = obj.meta
+    changes: dict[str, object] = {}
+    if not stamped:
+        changes["creation_timestamp"] = float(index)
+    if not meta.uid:
+        changes["uid"] = f"{meta.namespace}-{meta.name}" if meta.namespace else meta.name
+    return replace(obj, meta=replace(meta, **changes)) if changes else obj

@@ -1,0 +1,192 @@
+"""allocate: the main placement action (Volcano's allocate).
+
+Queues take turns by queue order (an overused queue sits the session out); the best job of the queue
+places its pending tasks in task order on the best feasible node. A job's placements are committed only
+when the gang is ready; if they only make it pipelined (waiting for releasing resources) they stay as
+reservations until the session ends; otherwise they are undone. Once a job is ready it yields after each
+further task, so that queues and jobs interleave by share.
+
+Hard network-topology jobs are placed inside one HyperNode: each candidate domain (narrowest gradient
+first) is tried on a scratch statement, the best-scoring domain that makes the job ready or pipelined is
+replayed for real.
+"""
+
+from __future__ import annotations
+
+from services.scheduler.core.conf import argument
+from services.scheduler.core.framework.action import Action, PriorityQueue
+from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
+from services.scheduler.core.framework.session import Session
+from services.scheduler.core.framework.statement import Op, Statement
+from services.scheduler.core.model.job import JobInfo
+from services.scheduler.core.model.queue import QueueInfo
+from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskInfo
+from services.scheduler.core.model.topology import CLUSTER_TOP
+
+from contracts.objects import PodGroupCondition
+
+
+def need_continue_allocating(job: JobInfo, failed_roles: dict[str, dict[str, int]]) -> bool:
+    """Volcano's NeedContinueAllocating: after a task failed, can the gang still be satisfied by the
+    remaining tasks?"""
+    if job.min_available == len(job.tasks):
+        return False
+    if job.min_available < sum(job.task_min_available.values()):
+        still_possible = sum(1 for t in job.pending_tasks() if t.role not in failed_roles)
+        return job.ready_task_num() + still_possible >= job.min_available
+    return all(
+        job.role_count(role, ALLOCATED_STATUSES) >= job.task_min_available.get(role, 0) for role in failed_roles
+    )
+
+
+def pick_up_jobs(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
+    """The queues and jobs an allocation pass looks at. Pending PodGroups wait for enqueue (or are
+    promoted when no enqueue action is configured); invalid jobs get their reason recorded."""
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending_phase():
+            if ssn.enqueue_enabled:
+                continue
+            job.phase = "Inqueue"
+        invalid = ssn.job_valid_fn(job)
+        if invalid is not None:
+            job.job_fit_error = invalid.message
+            job.new_conditions["Unschedulable"] = PodGroupCondition(
+                type="Unschedulable",
+                status="True",
+                transition_id=ssn.uid,
+                last_transition_time=ssn.now,
+                reason=invalid.reason,
+                message=invalid.message,
+            )
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            job.job_fit_error = f"queue {job.queue} not found"
+            continue
+        if queue.name not in jobs_by_queue:
+            jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order_fn)
+            queues.push(queue)
+        jobs_by_queue[queue.name].push(job)
+    return queues, jobs_by_queue
+
+
+class AllocateAction(Action):
+    name = "allocate"
+    arguments_spec = {"predicateErrorCacheEnable": bool}
+
+    def execute(self, ssn: Session) -> None:
+        self.cache_errors = argument(self.arguments, "predicateErrorCacheEnable", True)
+        queues, jobs_by_queue = pick_up_jobs(ssn)
+        pending: dict[str, PriorityQueue[TaskInfo]] = {}
+        while queues:
+            queue = queues.pop()
+            if ssn.overused_fn(queue):
+                continue
+            jobs = jobs_by_queue.get(queue.name)
+            if not jobs:
+                continue
+            job = jobs.pop()
+            tasks = pending.get(job.uid)
+            if tasks is None:
+                tasks = PriorityQueue(ssn.task_order_fn, [t for t in job.pending_tasks() if not t.best_effort])
+                pending[job.uid] = tasks
+            if not tasks:
+                queues.push(queue)
+                continue
+            if job.has_hard_topology() and not ssn.topology.empty:
+                stmt = self.allocate_in_domain(ssn, job, queue, tasks)
+            else:
+                stmt = self.allocate_tasks(ssn, job, queue, tasks)
+            if stmt is not None and ssn.job_ready_fn(job):
+                stmt.commit()
+                self._record_domain(ssn, job)
+                if tasks:
+                    jobs.push(job)
+            queues.push(queue)
+
+    def allocate_tasks(
+        self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo], allowed=None
+    ) -> Statement | None:
+        stmt = ssn.statement()
+        failed_roles: dict[str, dict[str, int]] = {}
+        while tasks:
+            task = tasks.pop()
+            if not ssn.allocatable_fn(queue, task):
+                job.record_fit_errors(task, {ssn.quota_reason(queue, task): 0})
+                continue
+            if self.cache_errors and task.role in failed_roles:
+                job.record_fit_errors(task, failed_roles[task.role])
+                if not need_continue_allocating(job, failed_roles):
+                    break
+                continue
+            reason = ssn.pre_predicate_fn(task)
+            if reason:
+                reasons = {reason: 0}
+            else:
+                fit = feasible_nodes(ssn, task, allowed=allowed)
+                reasons = fit.reasons
+            if reason or not len(fit.candidates):
+                job.record_fit_errors(task, reasons)
+                failed_roles[task.role] = reasons
+                if not need_continue_allocating(job, failed_roles):
+                    break
+                continue
+            node = select_best_node(ssn, task, fit.candidates)
+            if fits_idle(ssn, task, node):
+                stmt.allocate(task, node)
+            else:
+                stmt.pipeline(task, node)
+            if tasks and ssn.job_ready_fn(job):
+                break
+        if ssn.job_ready_fn(job) or ssn.job_pipelined_fn(job):
+            return stmt
+        stmt.discard()
+        return None
+
+    def allocate_in_domain(
+        self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo]
+    ) -> Statement | None:
+        """Try every HyperNode of the first gradient that has a solution; replay the best one."""
+        ordered = []
+        while tasks:
+            ordered.append(tasks.pop())
+        gradients = ssn.hypernode_gradients_fn(job) or [[CLUSTER_TOP]]
+        for gradient in gradients:
+            solutions: dict[str, list[tuple[Op, TaskInfo, int]]] = {}
+            for hypernode in gradient:
+                trial_tasks = PriorityQueue(ssn.task_order_fn, ordered)
+                trial = self.allocate_tasks(ssn, job, queue, trial_tasks, allowed=ssn.topology.members[hypernode])
+                if trial is None:
+                    continue
+                solutions[hypernode] = trial.operations()
+                trial.discard()
+            if not solutions:
+                continue
+            scores = ssn.hypernode_order_fn(job, list(solutions))
+            best = max(solutions, key=lambda name: (scores.get(name, 0.0), -gradient.index(name)))
+            stmt = ssn.statement()
+            placed = set()
+            for op, task, node_index in solutions[best]:
+                if op is Op.ALLOCATE:
+                    stmt.allocate(task, node_index)
+                else:
+                    stmt.pipeline(task, node_index)
+                placed.add(task.uid)
+            for task in ordered:
+                if task.uid not in placed:
+                    tasks.push(task)
+            return stmt
+        return None
+
+    @staticmethod
+    def _record_domain(ssn: Session, job: JobInfo) -> None:
+        """A topology job remembers the narrowest HyperNode holding all its placed tasks (the LCA)."""
+        if job.network_topology is None or ssn.topology.empty:
+            return
+        domain = job.allocated_hypernode
+        for task in job.tasks.values():
+            if task.node_index >= 0 and task.status in ALLOCATED_STATUSES:
+                domain = ssn.topology.lca(domain, ssn.topology.leaf_of_node(task.node_index))
+        job.allocated_hypernode = domain

@@ -1,0 +1,119 @@
+"""Turn an immutable ClusterSnapshot into a session's mutable working model (jobs, tasks, queues, nodes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from contracts.objects import ObjectMeta, Pod, PodGroup, PriorityClass
+from contracts.resources import EMPTY, Resources
+from services.scheduler.core.model.job import JobInfo
+from services.scheduler.core.model.nodes import NodeTable
+from services.scheduler.core.model.queue import QueueInfo
+from services.scheduler.core.model.resource_index import ResourceIndex
+from services.scheduler.core.model.task import TaskInfo, TaskStatus
+from services.scheduler.core.snapshot import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, ClusterSnapshot
+
+
+@dataclass(slots=True)
+class WorkingModel:
+    resources: ResourceIndex
+    nodes: NodeTable
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+    priority_classes: dict[str, PriorityClass]
+    default_priority: int
+    # requests of bound pods that belong to no PodGroup (other schedulers' pods still use node capacity)
+    foreign_usage: Resources = EMPTY
+    skipped_pods: list[str] = field(default_factory=list)
+
+
+def _default_priority(classes: dict[str, PriorityClass]) -> int:
+    defaults = [pc.value for pc in classes.values() if pc.global_default]
+    return max(defaults) if defaults else 0
+
+
+def _priority_of(name: str, classes: dict[str, PriorityClass], default: int) -> int:
+    pc = classes.get(name) if name else None
+    return pc.value if pc is not None else default
+
+
+def _implicit_podgroup(pod: Pod) -> PodGroup:
+    """Volcano's podgroup controller gives a plain pod its own PodGroup of one member."""
+    queue = pod.meta.annotations.get(QUEUE_NAME_ANNOTATION, "default")
+    return PodGroup(
+        meta=ObjectMeta(
+            name=f"podgroup-{pod.meta.uid or pod.meta.name}",
+            namespace=pod.meta.namespace,
+            uid=f"podgroup-{pod.meta.uid or pod.meta.name}",
+            annotations=pod.meta.annotations,
+            creation_timestamp=pod.meta.creation_timestamp,
+        ),
+        min_member=1,
+        queue=queue,
+        priority_class_name=pod.spec.priority_class_name,
+        min_resources=pod.spec.effective_requests(),
+    )
+
+
+def build_model(snapshot: ClusterSnapshot) -> WorkingModel:
+    classes = {pc.meta.name: pc for pc in snapshot.priority_classes}
+    default_priority = _default_priority(classes)
+
+    podgroups: dict[str, PodGroup] = {pg.meta.key: pg for pg in snapshot.podgroups}
+    grouped: list[tuple[Pod, str]] = []
+    for pod in snapshot.pods:
+        group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+        if group:
+            key = f"{pod.meta.namespace}/{group}"
+        elif pod.spec.node_name:
+            key = ""  # a bound pod of no PodGroup: it only uses node capacity
+        else:
+            implicit = _implicit_podgroup(pod)
+            podgroups.setdefault(implicit.meta.key, implicit)
+            key = implicit.meta.key
+        grouped.append((pod, key))
+
+    dims: set[str] = set()
+    for node in snapshot.nodes:
+        dims.update((node.allocatable or node.capacity).keys())
+    for pod in snapshot.pods:
+        dims.update(pod.spec.effective_requests().keys())
+    resources = ResourceIndex(dims)
+    nodes = NodeTable(snapshot.nodes, resources)
+
+    jobs: dict[str, JobInfo] = {}
+    for key, pg in podgroups.items():
+        jobs[key] = JobInfo(pg, _priority_of(pg.priority_class_name, classes, default_priority))
+
+    model = WorkingModel(resources, nodes, jobs, {}, classes, default_priority)
+    for pod, key in grouped:
+        job = jobs.get(key) if key else None
+        pod_priority = pod.spec.priority
+        if pod_priority is None:
+            fallback = job.priority if job is not None else default_priority
+            pod_priority = _priority_of(pod.spec.priority_class_name, classes, fallback)
+        task = TaskInfo(
+            pod,
+            key,
+            pod_priority,
+            resources.vector(pod.spec.effective_requests()),
+            resources.vector(pod.spec.init_requests()),
+        )
+        if task.node:
+            index = nodes.index.get(task.node)
+            if index is None:
+                model.skipped_pods.append(f"{task.key}: bound to unknown node {task.node}")
+                continue
+            task.node_index = index
+            if task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                nodes.add_task(index, task)
+        if job is None:
+            if key:
+                model.skipped_pods.append(f"{task.key}: PodGroup {key} not found")
+            else:
+                model.foreign_usage = model.foreign_usage + task.resreq
+            continue
+        job.add_task(task)
+
+    model.queues = {q.meta.name: QueueInfo(q) for q in snapshot.queues}
+    return model

@@ -1,0 +1,76 @@
+"""Session close: PodGroup phase and conditions, queue figures (Volcano's CloseSession / job_updater)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from services.scheduler.core.framework.plan import PodGroupUpdate, QueueUpdate, SessionResult
+from services.scheduler.core.model.job import JobInfo
+from services.scheduler.core.model.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus
+
+if TYPE_CHECKING:
+    from services.scheduler.core.framework.session import Session
+
+
+def podgroup_phase(job: JobInfo) -> str:
+    """Volcano's getPodGroupPhase, computed on the session's view of the job's tasks."""
+    if job.status_counts[TaskStatus.RUNNING] > 0 and job.unschedulable_this_session:
+        return "Unknown"
+    scheduled = job.count(*SCHEDULED_STATUSES)
+    scheduled += sum(1 for t in job.tasks_by_status[TaskStatus.RELEASING].values() if t.node)
+    if scheduled >= job.min_available and scheduled > 0:
+        finished = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+        return "Completed" if finished == scheduled else "Running"
+    if job.phase != "Inqueue":
+        return "Pending"
+    return "Inqueue"
+
+
+def _conditions(job: JobInfo) -> tuple:
+    current = {c.type: c for c in job.podgroup.status.conditions}
+    current.update(job.new_conditions)
+    return tuple(current[t] for t in sorted(current))
+
+
+def close_session(ssn: Session) -> SessionResult:
+    podgroups: dict[str, PodGroupUpdate] = {}
+    for key, job in ssn.jobs.items():
+        podgroups[key] = PodGroupUpdate(
+            phase=podgroup_phase(job),
+            conditions=_conditions(job),
+            running=job.status_counts[TaskStatus.RUNNING],
+            succeeded=job.status_counts[TaskStatus.SUCCEEDED],
+            failed=job.status_counts[TaskStatus.FAILED],
+            allocated_hypernode=job.allocated_hypernode,
+        )
+    queues = _queue_figures(ssn)
+    pipelined = {
+        t.key: t.node for job in ssn.jobs.values() for t in job.tasks_by_status[TaskStatus.PIPELINED].values()
+    }
+    return SessionResult(ssn.uid, tuple(ssn.plans), pipelined, podgroups, queues)
+
+
+def _queue_figures(ssn: Session) -> dict[str, QueueUpdate]:
+    """Deserved and share come from the fairness plugin when one is configured (proportion or capacity);
+    allocated is always the sum of the queue's allocated tasks."""
+    figures: dict[str, QueueUpdate] = {}
+    for plugin in ssn.plugin_instances():
+        report = getattr(plugin, "queue_figures", None)
+        if report is not None:
+            figures.update(report(ssn))
+    allocated: dict[str, dict[str, int]] = {name: {} for name in ssn.queues}
+    for job in ssn.jobs.values():
+        bucket = allocated.setdefault(job.queue, {})
+        for task in job.tasks.values():
+            if task.status in ALLOCATED_STATUSES:
+                for dim, value in task.resreq.items():
+                    bucket[dim] = bucket.get(dim, 0) + value
+    out = {}
+    for name in ssn.queues:
+        known = figures.get(name)
+        out[name] = QueueUpdate(
+            allocated=allocated.get(name, {}),
+            deserved=known.deserved if known else {},
+            share=known.share if known else 0.0,
+        )
+    return out

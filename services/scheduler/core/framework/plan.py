@@ -1,0 +1,70 @@
+"""What a session decides, as values: the only output of the scheduling core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from contracts.objects import PodGroupCondition
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    task: str  # pod key ns/name
+    job: str  # podgroup key ns/name
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    task: str
+    job: str
+    node: str
+    reason: str  # the action that decided it: preempt, reclaim, ...
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One committed Statement: a gang's binds land together or not at all."""
+
+    binds: tuple[Bind, ...] = ()
+    evictions: tuple[Eviction, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.binds or self.evictions)
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupUpdate:
+    phase: str
+    conditions: tuple[PodGroupCondition, ...]
+    running: int
+    succeeded: int
+    failed: int
+    allocated_hypernode: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUpdate:
+    allocated: dict[str, int]
+    deserved: dict[str, int]
+    share: float
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResult:
+    """Everything a session decided: committed plans in order, reservations that were never committed
+    (pipelined tasks), and the status projections written at session close."""
+
+    session_id: str
+    plans: tuple[Plan, ...] = ()
+    pipelined: dict[str, str] = field(default_factory=dict)  # pod key -> node
+    podgroups: dict[str, PodGroupUpdate] = field(default_factory=dict)
+    queues: dict[str, QueueUpdate] = field(default_factory=dict)
+
+    @property
+    def binds(self) -> dict[str, str]:
+        return {b.task: b.node for plan in self.plans for b in plan.binds}
+
+    @property
+    def evictions(self) -> list[str]:
+        return [e.task for plan in self.plans for e in plan.evictions]

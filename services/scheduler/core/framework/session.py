@@ -1,0 +1,119 @@
+"""A scheduling session: the configured actions run over a working copy of one snapshot.
+
+Pure: no I/O, no clock (the caller passes `now`), no randomness but the seeded `rng`. The same session
+runs in the scheduler service, in `lahar simulate` and in replay.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+
+from contracts.resources import Resources
+from services.scheduler.core.conf import SchedulerConf, default_conf
+from services.scheduler.core.framework.build import build_model
+from services.scheduler.core.framework.plan import Plan, SessionResult
+from services.scheduler.core.framework.plugin import Plugin
+from services.scheduler.core.framework.statement import Statement
+from services.scheduler.core.framework.tiers import TierDispatch
+from services.scheduler.core.model.job import JobInfo
+from services.scheduler.core.model.queue import QueueInfo
+from services.scheduler.core.model.task import TaskInfo
+from services.scheduler.core.model.topology import HyperNodeTopology
+from services.scheduler.core.snapshot import ClusterSnapshot
+
+
+class Session(TierDispatch):
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        conf: SchedulerConf | None = None,
+        *,
+        seed: int = 0,
+        session_id: str = "session-0",
+        now: float = 0.0,
+    ) -> None:
+        self.conf = conf or default_conf()
+        self.snapshot = snapshot
+        self.uid = session_id
+        self.now = now
+        self.rng = random.Random(seed)
+        model = build_model(snapshot)
+        self.resources = model.resources
+        self.nodes = model.nodes
+        self.jobs: dict[str, JobInfo] = model.jobs
+        self.queues: dict[str, QueueInfo] = model.queues
+        self.priority_classes = model.priority_classes
+        self.default_priority = model.default_priority
+        self.skipped_pods = model.skipped_pods
+        self.total_resource: Resources = self.resources.resources(self.nodes.total_allocatable())
+        self.plans: list[Plan] = []
+        # round-robin start for the adaptive feasible-node search (kube-scheduler's nextStartNodeIndex)
+        self.next_start_node = 0
+        self.enqueue_enabled = "enqueue" in self.conf.actions
+        self.topology = HyperNodeTopology.build(snapshot.hypernodes, self.nodes)
+
+        from services.scheduler.core.registry import PLUGINS
+
+        tiers = []
+        self.plugins: dict[str, Plugin] = {}
+        for tier in self.conf.tiers:
+            built = []
+            for option in tier:
+                arguments = dict(option.arguments)
+                if option.enable_hierarchy:
+                    arguments.setdefault("enableHierarchy", True)
+                plugin = PLUGINS[option.name](arguments)
+                self.plugins[option.name] = plugin
+                built.append((option, plugin))
+            tiers.append(built)
+        self._tier_plugins = tiers
+        self._index_plugins(tiers)
+        for tier in tiers:
+            for _, plugin in tier:
+                plugin.on_session_open(self)
+
+    # --- conveniences used by actions and plugins -------------------------------------------------
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    def job_of(self, task: TaskInfo) -> JobInfo:
+        return self.jobs[task.job]
+
+    def queue_of(self, job: JobInfo) -> QueueInfo | None:
+        return self.queues.get(job.queue)
+
+    def all_tasks(self) -> Iterable[TaskInfo]:
+        for job in self.jobs.values():
+            yield from job.tasks.values()
+
+    def plugin_instances(self) -> list[Plugin]:
+        return [plugin for tier in self._tier_plugins for _, plugin in tier]
+
+    # --- running ----------------------------------------------------------------------------------
+    def run(self) -> SessionResult:
+        """Run every configured action in order, then close the session."""
+        from services.scheduler.core.registry import ACTIONS
+
+        for name in self.conf.actions:
+            ACTIONS[name](self.conf.action_arguments(name)).execute(self)
+        return self.close()
+
+    def close(self) -> SessionResult:
+        from services.scheduler.core.framework.close import close_session
+
+        for plugin in self.plugin_instances():
+            plugin.on_session_close(self)
+        return close_session(self)
+
+
+def run_session(
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConf | None = None,
+    *,
+    seed: int = 0,
+    session_id: str = "session-0",
+    now: float = 0.0,
+) -> SessionResult:
+    """Open a session over `snapshot`, run the configured actions and return what it decided."""
+    return Session(snapshot, conf, seed=seed, session_id=session_id, now=now).run()

@@ -1,0 +1,112 @@
+"""A Statement: the in-session transaction log of allocate / pipeline / evict operations.
+
+Operations change the session immediately (node accounting, job task-status index, plugin shares), so the
+next decision sees them. `commit()` turns them into a Plan value; `discard()` undoes them in reverse order.
+Pipelined tasks are reservations only: commit records no bind for them.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+from services.scheduler.core.framework.plan import Bind, Eviction, Plan
+from services.scheduler.core.model.task import TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from services.scheduler.core.framework.session import Session
+
+
+class Op(enum.Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+
+
+class Statement:
+    __slots__ = ("_ops", "ssn")
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._ops: list[tuple[Op, TaskInfo, int, str, TaskStatus]] = []
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def _place(self, task: TaskInfo, node_index: int, status: TaskStatus) -> None:
+        ssn = self.ssn
+        job = ssn.jobs[task.job]
+        previous = task.status
+        job.update_task_status(task, status)
+        task.node = ssn.nodes.names[node_index]
+        task.node_index = node_index
+        ssn.nodes.add_task(node_index, task)
+        ssn.fire_allocate(task)
+        op = Op.ALLOCATE if status == TaskStatus.ALLOCATED else Op.PIPELINE
+        self._ops.append((op, task, node_index, "", previous))
+
+    def allocate(self, task: TaskInfo, node_index: int) -> None:
+        self._place(task, node_index, TaskStatus.ALLOCATED)
+
+    def pipeline(self, task: TaskInfo, node_index: int) -> None:
+        self._place(task, node_index, TaskStatus.PIPELINED)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        previous = task.status
+        ssn.nodes.remove_task(task.node_index, task)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.RELEASING)
+        else:
+            task.status = TaskStatus.RELEASING
+        ssn.nodes.add_task(task.node_index, task)
+        ssn.fire_deallocate(task)
+        self._ops.append((Op.EVICT, task, task.node_index, reason, previous))
+
+    def operations(self) -> list[tuple[Op, TaskInfo, int]]:
+        """The placements and evictions so far, in order (to replay a trial elsewhere)."""
+        return [(op, task, node_index) for op, task, node_index, _, _ in self._ops]
+
+    def merge(self, other: Statement) -> None:
+        """Adopt another statement's operations (a per-node trial statement that succeeded)."""
+        self._ops.extend(other._ops)
+        other._ops = []
+
+    def discard(self) -> None:
+        ssn = self.ssn
+        for op, task, node_index, _, previous in reversed(self._ops):
+            job = ssn.jobs.get(task.job)
+            ssn.nodes.remove_task(node_index, task)
+            if op is Op.EVICT:
+                if job is not None:
+                    job.update_task_status(task, previous)
+                else:
+                    task.status = previous
+                ssn.nodes.add_task(node_index, task)
+                ssn.fire_allocate(task)
+            else:
+                assert job is not None
+                job.update_task_status(task, previous)
+                task.node = ""
+                task.node_index = -1
+                ssn.fire_deallocate(task)
+        self._ops = []
+
+    def commit(self) -> Plan:
+        """Record the plan; allocated tasks become Binding (the binder makes them Bound)."""
+        ssn = self.ssn
+        binds: list[Bind] = []
+        evictions: list[Eviction] = []
+        for op, task, node_index, reason, _ in self._ops:
+            if op is Op.ALLOCATE:
+                job = ssn.jobs[task.job]
+                job.update_task_status(task, TaskStatus.BINDING)
+                binds.append(Bind(task.key, task.job, ssn.nodes.names[node_index]))
+            elif op is Op.EVICT:
+                evictions.append(Eviction(task.key, task.job, ssn.nodes.names[node_index], reason))
+        self._ops = []
+        plan = Plan(tuple(binds), tuple(evictions))
+        if plan:
+            ssn.plans.append(plan)
+        return plan

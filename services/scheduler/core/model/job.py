@@ -1,0 +1,153 @@
+"""A PodGroup and its tasks as one schedulable unit (Volcano's JobInfo)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from contracts.objects import NetworkTopologySpec, PodGroup, PodGroupCondition
+from contracts.resources import EMPTY, Resources
+from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+
+_READY = frozenset(
+    {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
+)
+_VALID = frozenset(
+    {
+        TaskStatus.BOUND,
+        TaskStatus.BINDING,
+        TaskStatus.RUNNING,
+        TaskStatus.ALLOCATED,
+        TaskStatus.SUCCEEDED,
+        TaskStatus.PIPELINED,
+        TaskStatus.PENDING,
+    }
+)
+
+
+class JobInfo:
+    """Mutable per-session state of one PodGroup. Counters by status are kept incrementally because the
+    gang checks run after every placement."""
+
+    __slots__ = (
+        "allocated",
+        "allocated_hypernode",
+        "creation_timestamp",
+        "fit_errors",
+        "job_fit_error",
+        "min_available",
+        "min_resources",
+        "name",
+        "namespace",
+        "new_conditions",
+        "network_topology",
+        "phase",
+        "podgroup",
+        "preemptable",
+        "priority",
+        "queue",
+        "role_status_counts",
+        "status_counts",
+        "task_min_available",
+        "tasks",
+        "tasks_by_status",
+        "total_request",
+        "uid",
+        "unschedulable_this_session",
+    )
+
+    def __init__(self, podgroup: PodGroup, priority: int) -> None:
+        self.podgroup = podgroup
+        self.uid = podgroup.meta.key
+        self.name = podgroup.meta.name
+        self.namespace = podgroup.meta.namespace
+        self.queue = podgroup.queue or "default"
+        self.priority = priority
+        self.min_available = podgroup.min_member
+        self.task_min_available: dict[str, int] = dict(podgroup.min_task_member)
+        self.min_resources: Resources | None = podgroup.min_resources
+        self.network_topology: NetworkTopologySpec | None = podgroup.network_topology
+        self.creation_timestamp = podgroup.meta.creation_timestamp
+        self.phase = podgroup.status.phase or "Pending"
+        self.preemptable = podgroup.meta.annotations.get("volcano.sh/preemptable", "").lower() == "true"
+        self.allocated_hypernode: str = podgroup.meta.annotations.get("volcano.sh/allocated-hypernode", "")
+        self.tasks: dict[str, TaskInfo] = {}
+        self.tasks_by_status: dict[TaskStatus, dict[str, TaskInfo]] = defaultdict(dict)
+        self.status_counts: dict[TaskStatus, int] = defaultdict(int)
+        self.role_status_counts: dict[str, dict[TaskStatus, int]] = defaultdict(lambda: defaultdict(int))
+        self.allocated: Resources = EMPTY
+        self.total_request: Resources = EMPTY
+        # per task uid: the reasons nodes rejected it this session, for the Unschedulable condition
+        self.fit_errors: dict[str, dict[str, int]] = {}
+        self.job_fit_error = ""
+        self.unschedulable_this_session = False
+        # conditions plugins set at session close, by type (replacing the PodGroup's current one)
+        self.new_conditions: dict[str, PodGroupCondition] = {}
+
+    # --- membership -----------------------------------------------------------------------------
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self._index(task)
+        self.total_request = self.total_request + task.resreq
+
+    def _index(self, task: TaskInfo) -> None:
+        self.tasks_by_status[task.status][task.uid] = task
+        self.status_counts[task.status] += 1
+        self.role_status_counts[task.role][task.status] += 1
+        if task.status in ALLOCATED_STATUSES:
+            self.allocated = self.allocated + task.resreq
+
+    def _unindex(self, task: TaskInfo) -> None:
+        del self.tasks_by_status[task.status][task.uid]
+        self.status_counts[task.status] -= 1
+        self.role_status_counts[task.role][task.status] -= 1
+        if task.status in ALLOCATED_STATUSES:
+            self.allocated = self.allocated - task.resreq
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        self._unindex(task)
+        task.status = status
+        self._index(task)
+
+    # --- gang counters (Volcano's JobInfo helpers) ------------------------------------------------
+    def count(self, *statuses: TaskStatus) -> int:
+        counts = self.status_counts
+        return sum(counts[s] for s in statuses)
+
+    def ready_task_num(self) -> int:
+        return self.count(*_READY)
+
+    def waiting_task_num(self) -> int:
+        return self.status_counts[TaskStatus.PIPELINED]
+
+    def valid_task_num(self) -> int:
+        return self.count(*_VALID)
+
+    def pending_best_effort_task_num(self) -> int:
+        return sum(1 for t in self.tasks_by_status[TaskStatus.PENDING].values() if t.best_effort)
+
+    def role_count(self, role: str, statuses: frozenset[TaskStatus]) -> int:
+        counts = self.role_status_counts.get(role)
+        return sum(counts[s] for s in statuses) if counts else 0
+
+    def tasks_with(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
+        for status in statuses:
+            yield from list(self.tasks_by_status[status].values())
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        return list(self.tasks_by_status[TaskStatus.PENDING].values())
+
+    def is_pending_phase(self) -> bool:
+        return self.phase == "Pending"
+
+    def has_hard_topology(self) -> bool:
+        return self.network_topology is not None and self.network_topology.mode == "hard"
+
+    def record_fit_errors(self, task: TaskInfo, reasons: dict[str, int]) -> None:
+        self.fit_errors[task.uid] = reasons
+
+    def conditions(self) -> tuple[PodGroupCondition, ...]:
+        return self.podgroup.status.conditions
+
+    def __repr__(self) -> str:
+        return f"Job({self.uid} q={self.queue} min={self.min_available} phase={self.phase})"

@@ -1,0 +1,136 @@
+"""A pod as the scheduler sees it in one session: its request, its status in Volcano's task lattice and
+where it is placed."""
+
+from __future__ import annotations
+
+import enum
+import re
+
+import numpy as np
+
+from contracts.objects import Pod
+from contracts.resources import Resources
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+
+_INDEX_SUFFIX = re.compile(r"-(\d+)$")
+
+
+class TaskStatus(enum.IntEnum):
+    PENDING = 1
+    ALLOCATED = 2
+    PIPELINED = 3
+    BINDING = 4
+    BOUND = 5
+    RUNNING = 6
+    RELEASING = 7
+    SUCCEEDED = 8
+    FAILED = 9
+    UNKNOWN = 10
+
+
+ALLOCATED_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED})
+SCHEDULED_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+COMPLETED_STATUSES = frozenset({TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+
+
+def status_of_pod(pod: Pod) -> TaskStatus:
+    """Volcano's getTaskStatus: derive the task status from the pod phase and placement."""
+    phase = pod.status.phase
+    if phase == "Running":
+        return TaskStatus.RELEASING if pod.meta.deletion_timestamp is not None else TaskStatus.RUNNING
+    if phase == "Pending":
+        if pod.meta.deletion_timestamp is not None:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if pod.spec.node_name else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+def pod_role(pod: Pod) -> str:
+    return pod.meta.annotations.get(TASK_SPEC_KEY) or pod.meta.labels.get(TASK_SPEC_KEY, "")
+
+
+def pod_index(pod: Pod) -> int:
+    """The replica index parsed from the `<job>-<task>-<index>` name suffix; -1 when there is none."""
+    match = _INDEX_SUFFIX.search(pod.meta.name)
+    return int(match.group(1)) if match else -1
+
+
+def pod_preemptable(pod: Pod, default: bool = True) -> bool:
+    """Annotation first, then label, default true (Volcano's GetPodPreemptable)."""
+    value = pod.meta.annotations.get(PREEMPTABLE_KEY)
+    if value is None:
+        value = pod.meta.labels.get(PREEMPTABLE_KEY)
+    if value is None:
+        return default
+    return value.lower() == "true"
+
+
+class TaskInfo:
+    """Mutable per-session state of one pod. Identity fields never change; `status`, `node` and
+    `node_index` move as the session's Statement allocates, pipelines and evicts."""
+
+    __slots__ = (
+        "best_effort",
+        "creation_timestamp",
+        "index",
+        "init_resreq",
+        "init_vector",
+        "job",
+        "key",
+        "name",
+        "namespace",
+        "node",
+        "node_index",
+        "pod",
+        "preemptable",
+        "priority",
+        "requested_columns",
+        "resreq",
+        "role",
+        "signature",
+        "status",
+        "uid",
+        "vector",
+    )
+
+    def __init__(self, pod: Pod, job: str, priority: int, vector: np.ndarray, init_vector: np.ndarray) -> None:
+        self.pod = pod
+        self.uid = pod.meta.uid or pod.meta.key
+        self.key = pod.meta.key
+        self.name = pod.meta.name
+        self.namespace = pod.meta.namespace
+        self.job = job
+        self.role = pod_role(pod)
+        self.index = pod_index(pod)
+        self.creation_timestamp = pod.meta.creation_timestamp
+        task_priority = pod.meta.annotations.get(TASK_PRIORITY_ANNOTATION)
+        self.priority = int(task_priority) if task_priority and task_priority.lstrip("-").isdigit() else priority
+        self.resreq: Resources = pod.spec.effective_requests()
+        self.init_resreq: Resources = pod.spec.init_requests()
+        self.vector = vector
+        self.init_vector = init_vector
+        self.requested_columns = np.flatnonzero(init_vector > 0)
+        self.best_effort = self.resreq.is_empty()
+        self.preemptable = pod_preemptable(pod)
+        self.status = status_of_pod(pod)
+        self.node = pod.spec.node_name
+        self.node_index = -1
+        # pods with the same placement constraints share static predicate results within a session
+        spec = pod.spec
+        self.signature = (
+            tuple(sorted(spec.node_selector.items())),
+            spec.node_affinity,
+            spec.tolerations,
+        )
+
+    def __repr__(self) -> str:
+        return f"Task({self.key} {self.status.name} node={self.node or '-'})"
