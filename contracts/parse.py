@@ -16,13 +16,15 @@ import yaml
 from contracts.errors import FieldError, ManifestError
 from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, ApiObject, ObjectMeta
 from contracts.parse_core import (
-    Fields,
-    describe,
-    duration_seconds,
     parse_meta,
     parse_node,
     parse_pod,
     parse_priority_class,
+)
+from contracts.parse_fields import (
+    Fields,
+    describe,
+    duration_seconds,
 )
 from contracts.parse_volcano import (
     parse_command,

@@ -28,11 +28,13 @@ from contracts.objects import (
     VolumeSpec,
 )
 from contracts.parse_core import (
+    parse_label_selector,
+    parse_pod_template,
+)
+from contracts.parse_fields import (
     CONDITION_STATUSES,
     Fields,
     as_string_list,
-    parse_label_selector,
-    parse_pod_template,
 )
 
 NETWORK_TOPOLOGY_MODES = ("hard", "soft")
