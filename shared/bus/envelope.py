@@ -1,0 +1,174 @@
+"""The event envelope: metadata every event on the log carries, plus its payload, as MessagePack.
+
+Pure: the shell supplies the time and, unless a deterministic id is derived, the random event id.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+import msgpack
+
+# Fixed namespace for ids derived from a cause (uuid5): the same cause and index always yield the same id,
+# so a decision that is replayed or retried publishes with the same Nats-Msg-Id and is deduplicated.
+_DERIVED_ID_NAMESPACE = uuid.UUID("3f6f1c1e-9a47-4c61-9d0e-6c2f4b8f0a51")
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+_REQUIRED = ("type", "schema_version", "id", "time", "producer", "correlation_id", "payload")
+_OPTIONAL = ("causation_id", "traceparent", "tracestate")
+
+
+class EnvelopeError(ValueError):
+    """An envelope is malformed: invalid field values, or bytes that do not decode to an envelope."""
+
+
+def new_event_id() -> str:
+    """A fresh random event id (shell code only: it is randomness)."""
+    return str(uuid.uuid4())
+
+
+def derived_event_id(cause_id: str, index: int = 0) -> str:
+    """A deterministic id for the index-th event caused by cause_id (usable in pure code)."""
+    return str(uuid.uuid5(_DERIVED_ID_NAMESPACE, f"{cause_id}/{index}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """One event: what happened (type, payload), who said so, why, and how it is traced.
+
+    time is epoch seconds given by the caller. correlation_id is the job key the event belongs to;
+    causation_id is the event or request that caused it. payload must hold only MessagePack-able values
+    and must not be mutated after construction.
+    """
+
+    type: str
+    id: str
+    time: float
+    producer: str
+    correlation_id: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    schema_version: int = 1
+    causation_id: str | None = None
+    traceparent: str | None = None
+    tracestate: str | None = None
+
+    def __post_init__(self) -> None:
+        problems = _validate(self)
+        if problems:
+            raise EnvelopeError("invalid envelope: " + "; ".join(problems))
+
+    @classmethod
+    def create(
+        cls,
+        type: str,
+        *,
+        time: float,
+        producer: str,
+        correlation_id: str,
+        payload: Mapping[str, Any] | None = None,
+        id: str | None = None,
+        schema_version: int = 1,
+        causation_id: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+    ) -> Self:
+        """Build an envelope, drawing a random id when none is given."""
+        return cls(
+            type=type,
+            id=id if id is not None else new_event_id(),
+            time=float(time),
+            producer=producer,
+            correlation_id=correlation_id,
+            payload=dict(payload or {}),
+            schema_version=schema_version,
+            causation_id=causation_id,
+            traceparent=traceparent,
+            tracestate=tracestate,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "schema_version": self.schema_version,
+            "id": self.id,
+            "time": float(self.time),
+            "producer": self.producer,
+            "correlation_id": self.correlation_id,
+            "payload": dict(self.payload),
+        }
+        for name in _OPTIONAL:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+    def encode(self) -> bytes:
+        try:
+            return msgpack.packb(self.to_dict(), use_bin_type=True)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EnvelopeError(
+                f"payload of {self.type} event {self.id} is not MessagePack-able: {exc}"
+            ) from exc
+
+    @classmethod
+    def decode(cls, data: bytes) -> Self:
+        """Parse bytes produced by encode(); raises EnvelopeError naming what is wrong."""
+        try:
+            raw = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        except Exception as exc:  # msgpack raises several unrelated types for malformed input
+            raise EnvelopeError(f"not a MessagePack document ({type(exc).__name__}: {exc})") from exc
+        if not isinstance(raw, dict):
+            raise EnvelopeError(f"envelope must be a map, got {type(raw).__name__}")
+        missing = [name for name in _REQUIRED if name not in raw]
+        if missing:
+            raise EnvelopeError("envelope is missing field(s): " + ", ".join(missing))
+        # Unknown keys are ignored on purpose: a newer producer may add envelope metadata that older
+        # consumers do not need to understand (tolerant reader).
+        known = {name: raw[name] for name in (*_REQUIRED, *_OPTIONAL) if name in raw}
+        # Producers in other languages may encode a whole-second time as an integer.
+        if type(known["time"]) is int:
+            known["time"] = float(known["time"])
+        return cls(**known)
+
+
+def _validate(env: Envelope) -> list[str]:
+    problems: list[str] = []
+    for name in ("type", "producer", "correlation_id"):
+        value = getattr(env, name)
+        if not isinstance(value, str) or not value:
+            problems.append(f"{name} must be a non-empty string, got {value!r}")
+    if not isinstance(env.id, str):
+        problems.append(f"id must be a UUID string, got {env.id!r}")
+    else:
+        try:
+            uuid.UUID(env.id)
+        except ValueError:
+            problems.append(f"id must be a UUID string, got {env.id!r}")
+    if (
+        isinstance(env.schema_version, bool)
+        or not isinstance(env.schema_version, int)
+        or env.schema_version < 1
+    ):
+        problems.append(f"schema_version must be an integer >= 1, got {env.schema_version!r}")
+    if (
+        isinstance(env.time, bool)
+        or not isinstance(env.time, int | float)
+        or not math.isfinite(env.time)
+        or env.time < 0
+    ):
+        problems.append(f"time must be finite epoch seconds, got {env.time!r}")
+    if not isinstance(env.payload, Mapping):
+        problems.append(f"payload must be a map, got {type(env.payload).__name__}")
+    for name in _OPTIONAL:
+        value = getattr(env, name)
+        if value is not None and not isinstance(value, str):
+            problems.append(f"{name} must be a string or absent, got {value!r}")
+    if isinstance(env.traceparent, str) and not _TRACEPARENT.match(env.traceparent):
+        problems.append(f"traceparent is not a W3C traceparent, got {env.traceparent!r}")
+    return problems

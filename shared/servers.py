@@ -1,0 +1,358 @@
+"""Local nats-server and etcd processes: start, health-check, stop, restart.
+
+Used by the integration tests and by the local stack. Every server gets free loopback ports, its own
+data directory and a log file that survives restarts (appended to), so a failure can be diagnosed after
+the fact. Servers are stopped by PID: SIGTERM first so they flush and release their data directory,
+SIGKILL only when they do not exit in time.
+
+The API is synchronous (subprocess + HTTP polling); the ``a``-prefixed variants run the same code in a
+worker thread so an event loop keeps serving its other tasks (watchers, keepalives) meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, ClassVar, Self
+
+LOOPBACK = "127.0.0.1"
+_LOG_TAIL_BYTES = 8192
+# Ports are found by binding port 0 and releasing it; another process may grab the port before the server
+# binds it. Such a start is retried on fresh ports this many times.
+_PORT_RACE_ATTEMPTS = 3
+
+
+class ServerError(RuntimeError):
+    """A server binary is missing, or the server failed to start, become healthy or stop."""
+
+
+def find_binary(name: str) -> str:
+    """Locate a server binary: next to the running interpreter (a venv's bin), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise ServerError(
+            f"{name!r} not found next to {sys.executable} nor on PATH; install the project's dependencies "
+            f"(they ship the {name} binary) or put {name} on PATH"
+        )
+    return found
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port that was free a moment ago (bound to port 0 and released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _http_ok(url: str, timeout_s: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return 200 <= resp.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+# Every server started and not yet stopped, so none outlives this process by accident.
+_live: set[_ServerProcess] = set()
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    # A crashed test session or an interrupted local stack must not leave servers holding ports and
+    # data directories behind.
+    for server in list(_live):
+        with contextlib.suppress(Exception):
+            server.stop(timeout_s=5.0)
+
+
+class _ServerProcess(ABC):
+    """One server process with fixed ports and data dir, restartable in place."""
+
+    name: ClassVar[str]
+    binary_name: ClassVar[str]
+
+    def __init__(
+        self,
+        base_dir: Path,
+        *,
+        extra_args: Sequence[str] = (),
+        start_timeout_s: float = 30.0,
+        stop_timeout_s: float = 15.0,
+    ) -> None:
+        self.base_dir = base_dir
+        self.data_dir = base_dir / "data"
+        self.log_path = base_dir / f"{self.name}.log"
+        self.host = LOOPBACK
+        self.port = 0
+        self.extra_args = tuple(extra_args)
+        self.start_timeout_s = start_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self._binary = find_binary(self.binary_name)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @classmethod
+    def start_in(
+        cls,
+        base_dir: str | Path,
+        *,
+        extra_args: Sequence[str] = (),
+        start_timeout_s: float = 30.0,
+        stop_timeout_s: float = 15.0,
+    ) -> Self:
+        """Start a new server in base_dir (created if needed) on free ports; returns once healthy."""
+        server = cls(
+            Path(base_dir),
+            extra_args=extra_args,
+            start_timeout_s=start_timeout_s,
+            stop_timeout_s=stop_timeout_s,
+        )
+        server.base_dir.mkdir(parents=True, exist_ok=True)
+        server._start_fresh_ports()
+        return server
+
+    @classmethod
+    async def astart_in(cls, base_dir: str | Path, *, extra_args: Sequence[str] = ()) -> Self:
+        return await asyncio.to_thread(lambda: cls.start_in(base_dir, extra_args=extra_args))
+
+    @abstractmethod
+    def _command(self) -> list[str]:
+        """The full command line for the current ports and data dir."""
+
+    @abstractmethod
+    def _healthy(self) -> bool:
+        """One readiness probe; must return quickly."""
+
+    @abstractmethod
+    def _pick_ports(self) -> None:
+        """Choose fresh free ports (only before the first start: restarts keep their ports)."""
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise ServerError(f"{self.name} is not running")
+        return self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def log_tail(self, max_bytes: int = _LOG_TAIL_BYTES) -> str:
+        """The last bytes of the server's log, for error reports."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(0, os.SEEK_END)
+                size = log.tell()
+                log.seek(max(0, size - max_bytes))
+                return log.read().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def _spawn(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        self._log.write(f"--- lahar: starting {' '.join(self._command())}\n".encode())
+        self._log.flush()
+        # A new session keeps a terminal's Ctrl-C away from the server: the owner decides the shutdown order.
+        self._proc = subprocess.Popen(
+            self._command(),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=self.base_dir,
+            start_new_session=True,
+        )
+        _live.add(self)
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        delay = 0.01
+        while time.monotonic() < deadline:
+            if self._proc is not None and self._proc.poll() is not None:
+                code = self._proc.returncode
+                self._forget()
+                raise ServerError(f"{self.name} exited with code {code} while starting:\n{self.log_tail()}")
+            if self._healthy():
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        self.stop()
+        raise ServerError(f"{self.name} not healthy within {self.start_timeout_s:.0f}s:\n{self.log_tail()}")
+
+    def _start_fresh_ports(self) -> None:
+        for attempt in range(1, _PORT_RACE_ATTEMPTS + 1):
+            self._pick_ports()
+            self._spawn()
+            try:
+                self._wait_healthy()
+                return
+            except ServerError:
+                if attempt == _PORT_RACE_ATTEMPTS or "address already in use" not in self.log_tail().lower():
+                    raise
+
+    def start(self) -> Self:
+        """(Re)start with the current ports and data dir; returns once the health check passes."""
+        if self.running:
+            return self
+        self._spawn()
+        self._wait_healthy()
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """SIGTERM, wait, then SIGKILL. Idempotent."""
+        self._terminate(signal.SIGTERM, self.stop_timeout_s if timeout_s is None else timeout_s)
+
+    def kill(self) -> None:
+        """SIGKILL without a graceful shutdown: simulates a crash."""
+        self._terminate(signal.SIGKILL, self.stop_timeout_s)
+
+    def _terminate(self, sig: signal.Signals, wait_s: float) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, sig)
+            try:
+                proc.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGKILL)
+                try:
+                    proc.wait(timeout=wait_s)
+                except subprocess.TimeoutExpired as exc:
+                    raise ServerError(f"{self.name} (pid {proc.pid}) survived SIGKILL for {wait_s}s") from exc
+        self._forget()
+
+    def _forget(self) -> None:
+        self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        _live.discard(self)
+
+    def restart(self) -> Self:
+        """Stop and start again on the same ports with the same data dir."""
+        self.stop()
+        return self.start()
+
+    async def astop(self) -> None:
+        await asyncio.to_thread(self.stop)
+
+    async def astart(self) -> Self:
+        return await asyncio.to_thread(self.start)
+
+    async def arestart(self) -> Self:
+        return await asyncio.to_thread(self.restart)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class NatsServer(_ServerProcess):
+    """nats-server with JetStream (file store under the data dir) and the HTTP monitoring port."""
+
+    name = "nats-server"
+    binary_name = "nats-server"
+
+    http_port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://{self.host}:{self.http_port}"
+
+    def _pick_ports(self) -> None:
+        self.port = free_port(self.host)
+        self.http_port = free_port(self.host)
+
+    def _command(self) -> list[str]:
+        return [
+            self._binary,
+            "--addr",
+            self.host,
+            "--port",
+            str(self.port),
+            "--http_port",
+            str(self.http_port),
+            "--jetstream",
+            "--store_dir",
+            str(self.data_dir),
+            "--server_name",
+            f"lahar-{self.port}",
+            *self.extra_args,
+        ]
+
+    def _healthy(self) -> bool:
+        # A standalone server recovers its streams from the store before it reports JetStream enabled.
+        return _http_ok(f"{self.monitor_url}/healthz?js-enabled-only=true")
+
+
+class EtcdServer(_ServerProcess):
+    """A single-member etcd cluster on loopback."""
+
+    name = "etcd"
+    binary_name = "etcd"
+
+    peer_port: int = 0
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        return (self.host, self.port)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _pick_ports(self) -> None:
+        self.port = free_port(self.host)
+        self.peer_port = free_port(self.host)
+
+    def _command(self) -> list[str]:
+        peer = f"http://{self.host}:{self.peer_port}"
+        member = f"lahar-{self.port}"
+        return [
+            self._binary,
+            "--name",
+            member,
+            "--data-dir",
+            str(self.data_dir),
+            "--listen-client-urls",
+            self.url,
+            "--advertise-client-urls",
+            self.url,
+            "--listen-peer-urls",
+            peer,
+            "--initial-advertise-peer-urls",
+            peer,
+            "--initial-cluster",
+            f"{member}={peer}",
+            "--initial-cluster-state",
+            "new",
+            *self.extra_args,
+        ]
+
+    def _healthy(self) -> bool:
+        return _http_ok(f"{self.url}/health")

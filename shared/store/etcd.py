@@ -1,0 +1,376 @@
+"""A thin async etcd v3 client: key-value, transactions, leases and resumable prefix watches.
+
+Built on aetcd's gRPC channel, generated messages and watch stream. Unary calls go straight to the gRPC
+stubs so every call has a deadline, returns the header revision, and fails with this module's errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import aetcd
+import grpc
+import structlog
+from aetcd import rpc
+
+log = structlog.get_logger(__name__)
+
+Key = str | bytes
+
+# Reconnect quickly after a server restart (gRPC's default backoff grows to two minutes), and accept
+# large range replies such as chunked checkpoints (the default limit is 4 MiB).
+_CHANNEL_OPTIONS = {
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.min_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 1000,
+    "grpc.max_receive_message_length": 256 * 1024 * 1024,
+    "grpc.keepalive_time_ms": 10_000,
+    "grpc.keepalive_timeout_ms": 5_000,
+}
+_WATCH_RETRY_MAX_S = 2.0
+
+
+class EtcdError(RuntimeError):
+    """An etcd request failed."""
+
+
+class EtcdUnavailable(EtcdError):
+    """etcd could not be reached or did not answer in time; the request may or may not have applied."""
+
+
+class LeaseNotFound(EtcdError):
+    """The lease expired or was revoked."""
+
+
+class WatchCompacted(EtcdError):
+    """A watch cannot resume: etcd compacted the revisions it still had to deliver. Re-list, then watch."""
+
+    def __init__(self, compact_revision: int) -> None:
+        self.compact_revision = compact_revision
+        super().__init__(f"watch history compacted up to revision {compact_revision}")
+
+
+def _key(key: Key) -> bytes:
+    return key.encode() if isinstance(key, str) else key
+
+
+def prefix_end(prefix: Key) -> bytes:
+    """The exclusive end of the key range holding every key that starts with prefix."""
+    raw = bytearray(_key(prefix))
+    while raw:
+        if raw[-1] < 0xFF:
+            raw[-1] += 1
+            return bytes(raw)
+        raw.pop()
+    return b"\0"  # every key
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: bytes
+    value: bytes
+    create_revision: int
+    mod_revision: int
+    version: int
+    lease: int
+
+    @classmethod
+    def of(cls, kv: Any) -> KeyValue:
+        return cls(kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease)
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    """One condition of a transaction; build with the helpers below."""
+
+    key: bytes
+    target: Literal["VALUE", "VERSION", "CREATE", "MOD"]
+    op: Literal["EQUAL", "NOT_EQUAL", "LESS", "GREATER"]
+    operand: bytes | int
+
+    def message(self) -> Any:
+        cmp = rpc.Compare(key=self.key, target=self.target, result=self.op)
+        field = {"VALUE": "value", "VERSION": "version", "CREATE": "create_revision", "MOD": "mod_revision"}
+        setattr(cmp, field[self.target], self.operand)
+        return cmp
+
+
+def value_is(key: Key, value: bytes) -> Compare:
+    return Compare(_key(key), "VALUE", "EQUAL", value)
+
+
+def mod_revision_is(key: Key, revision: int) -> Compare:
+    return Compare(_key(key), "MOD", "EQUAL", revision)
+
+
+def create_revision_is(key: Key, revision: int) -> Compare:
+    return Compare(_key(key), "CREATE", "EQUAL", revision)
+
+
+def absent(key: Key) -> Compare:
+    """True while the key does not exist (its create revision reads as 0)."""
+    return Compare(_key(key), "CREATE", "EQUAL", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    key: bytes
+    value: bytes
+    lease: int = 0
+
+    def message(self) -> Any:
+        return rpc.RequestOp(request_put=rpc.PutRequest(key=self.key, value=self.value, lease=self.lease))
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete key, or every key in [key, range_end) when range_end is given."""
+
+    key: bytes
+    range_end: bytes | None = None
+
+    def message(self) -> Any:
+        req = rpc.DeleteRangeRequest(key=self.key, range_end=self.range_end or b"")
+        return rpc.RequestOp(request_delete_range=req)
+
+
+@dataclass(frozen=True, slots=True)
+class Get:
+    """Read key, or every key in [key, range_end) when range_end is given."""
+
+    key: bytes
+    range_end: bytes | None = None
+
+    def message(self) -> Any:
+        return rpc.RequestOp(request_range=rpc.RangeRequest(key=self.key, range_end=self.range_end or b""))
+
+
+Op = Put | Delete | Get
+
+
+def put(key: Key, value: bytes, *, lease: int = 0) -> Put:
+    return Put(_key(key), value, lease)
+
+
+def delete(key: Key) -> Delete:
+    return Delete(_key(key))
+
+
+def delete_prefix(prefix: Key) -> Delete:
+    return Delete(_key(prefix), prefix_end(prefix))
+
+
+def get(key: Key) -> Get:
+    return Get(_key(key))
+
+
+def get_prefix(prefix: Key) -> Get:
+    return Get(_key(prefix), prefix_end(prefix))
+
+
+@dataclass(frozen=True, slots=True)
+class TxnResult:
+    """succeeded: which branch ran. reads: the KeyValues of that branch's Get ops, in op order."""
+
+    succeeded: bool
+    revision: int
+    reads: tuple[tuple[KeyValue, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    kind: Literal["put", "delete"]
+    key: bytes
+    value: bytes
+    mod_revision: int
+    create_revision: int
+    lease: int
+
+
+def _translate(exc: grpc.aio.AioRpcError, what: str) -> EtcdError:
+    code, details = exc.code(), exc.details() or ""
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return EtcdUnavailable(f"{what}: etcd unavailable ({code.name}: {details})")
+    if code == grpc.StatusCode.NOT_FOUND and "lease" in details:
+        return LeaseNotFound(f"{what}: {details}")
+    return EtcdError(f"{what}: {code.name}: {details}")
+
+
+class Etcd:
+    """One connection to an etcd cluster member."""
+
+    def __init__(self, client: aetcd.Client, *, timeout_s: float) -> None:
+        self._client = client
+        self.timeout_s = timeout_s
+        self._closed = False
+
+    @classmethod
+    async def connect(cls, host: str, port: int, *, timeout_s: float = 5.0) -> Etcd:
+        """Open a channel and wait until etcd answers (up to timeout_s)."""
+        client = aetcd.Client(host=host, port=port, timeout=timeout_s, options=dict(_CHANNEL_OPTIONS))
+        await client.connect()
+        etcd = cls(client, timeout_s=timeout_s)
+        try:
+            await etcd.wait_ready(timeout_s)
+        except BaseException:
+            await etcd.close()
+            raise
+        return etcd
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._client.close()
+
+    async def wait_ready(self, timeout_s: float) -> int:
+        """Wait until etcd answers (for instance after a restart); returns its current revision."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.05
+        while True:
+            try:
+                return await self.revision()
+            except EtcdUnavailable:
+                if time.monotonic() + delay > deadline:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    async def _call(self, what: str, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self.timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise _translate(exc, what) from exc
+
+    async def revision(self) -> int:
+        resp = await self._call(
+            "revision", self._client.kvstub.Range, rpc.RangeRequest(key=b"\0", count_only=True)
+        )
+        return int(resp.header.revision)
+
+    async def get(self, key: Key) -> KeyValue | None:
+        resp = await self._call("get", self._client.kvstub.Range, rpc.RangeRequest(key=_key(key)))
+        return KeyValue.of(resp.kvs[0]) if resp.kvs else None
+
+    async def get_prefix(self, prefix: Key) -> tuple[list[KeyValue], int]:
+        """Every key under prefix in key order, read at one revision (returned too)."""
+        req = rpc.RangeRequest(key=_key(prefix), range_end=prefix_end(prefix))
+        resp = await self._call("get_prefix", self._client.kvstub.Range, req)
+        return [KeyValue.of(kv) for kv in resp.kvs], int(resp.header.revision)
+
+    async def put(self, key: Key, value: bytes, *, lease: int = 0) -> int:
+        """Write key; returns the revision of the write."""
+        req = rpc.PutRequest(key=_key(key), value=value, lease=lease)
+        resp = await self._call("put", self._client.kvstub.Put, req)
+        return int(resp.header.revision)
+
+    async def delete(self, key: Key) -> bool:
+        resp = await self._call(
+            "delete", self._client.kvstub.DeleteRange, rpc.DeleteRangeRequest(key=_key(key))
+        )
+        return resp.deleted > 0
+
+    async def delete_prefix(self, prefix: Key) -> int:
+        req = rpc.DeleteRangeRequest(key=_key(prefix), range_end=prefix_end(prefix))
+        resp = await self._call("delete_prefix", self._client.kvstub.DeleteRange, req)
+        return int(resp.deleted)
+
+    async def txn(
+        self, compare: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()
+    ) -> TxnResult:
+        """If every compare holds, apply success, else failure; atomically, at one revision."""
+        req = rpc.TxnRequest(
+            compare=[c.message() for c in compare],
+            success=[op.message() for op in success],
+            failure=[op.message() for op in failure],
+        )
+        resp = await self._call("txn", self._client.kvstub.Txn, req)
+        reads = tuple(
+            tuple(KeyValue.of(kv) for kv in r.response_range.kvs)
+            for r in resp.responses
+            if r.WhichOneof("response") == "response_range"
+        )
+        return TxnResult(succeeded=bool(resp.succeeded), revision=int(resp.header.revision), reads=reads)
+
+    async def grant(self, ttl_s: int) -> int:
+        """A new lease of ttl_s seconds; returns its id."""
+        resp = await self._call(
+            "lease grant", self._client.leasestub.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl_s)
+        )
+        if resp.error:
+            raise EtcdError(f"lease grant refused: {resp.error}")
+        return int(resp.ID)
+
+    async def revoke(self, lease_id: int) -> None:
+        """End the lease now, deleting its keys. Revoking an expired lease is not an error."""
+        try:
+            await self._call(
+                "lease revoke", self._client.leasestub.LeaseRevoke, rpc.LeaseRevokeRequest(ID=lease_id)
+            )
+        except LeaseNotFound:
+            return
+
+    async def refresh(self, lease_id: int) -> int:
+        """Renew the lease once; returns its TTL in seconds. Raises LeaseNotFound once it expired."""
+        try:
+            async for reply in self._client.leasestub.LeaseKeepAlive(
+                iter([rpc.LeaseKeepAliveRequest(ID=lease_id)]), timeout=self.timeout_s
+            ):
+                if reply.TTL <= 0:
+                    raise LeaseNotFound(f"lease {lease_id:x} expired")
+                return int(reply.TTL)
+        except grpc.aio.AioRpcError as exc:
+            raise _translate(exc, "lease keepalive") from exc
+        raise EtcdUnavailable("lease keepalive: stream closed without a reply")
+
+    async def watch_prefix(
+        self, prefix: Key, *, start_revision: int | None = None
+    ) -> AsyncIterator[WatchEvent]:
+        """Changes under prefix from start_revision on, forever, in revision order.
+
+        start_revision defaults to the revision after the current one when iteration starts; pass it
+        explicitly (revision() + 1, or a listing's revision + 1) to be sure nothing is missed in between.
+
+        Survives etcd restarts and reconnects: the watch is re-created from the revision after the last
+        one delivered, so no change is missed or repeated. Raises WatchCompacted if that revision is gone.
+        """
+        raw_prefix = _key(prefix)
+        next_rev = start_revision if start_revision is not None else await self.revision() + 1
+        delay = 0.05
+        while not self._closed:
+            watch = None
+            try:
+                watch = await self._client.watch(
+                    raw_prefix, range_end=prefix_end(raw_prefix), start_revision=next_rev
+                )
+                async for event in watch:
+                    delay = 0.05
+                    kv = event.kv
+                    yield WatchEvent(
+                        kind="put" if event.kind == "PUT" else "delete",
+                        key=kv.key,
+                        value=kv.value,
+                        mod_revision=kv.mod_revision,
+                        create_revision=kv.create_revision,
+                        lease=kv.lease,
+                    )
+                    # etcd sends all events of a revision in one response, which aetcd queues whole before
+                    # any stream error, so resuming after the last delivered revision loses nothing.
+                    next_rev = kv.mod_revision + 1
+                reason = "watch stream ended"
+            except aetcd.RevisionCompactedError as exc:
+                raise WatchCompacted(exc.compacted_revision) from exc
+            except (aetcd.ClientError, grpc.RpcError) as exc:
+                reason = repr(exc)
+            finally:
+                if watch is not None:
+                    await watch.cancel()
+            if self._closed:
+                return
+            log.info(
+                "etcd watch interrupted, resuming", prefix=raw_prefix, from_revision=next_rev, reason=reason
+            )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _WATCH_RETRY_MAX_S)
