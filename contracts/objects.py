@@ -8,6 +8,7 @@ sessions without copying.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -167,24 +168,37 @@ class PodSpec:
 
     def effective_requests(self) -> Resources:
         """Kubernetes' effective pod request: max(sum of app containers + sidecars, each init container
-        + the sidecars started before it), plus overhead."""
-        total = EMPTY
-        for container in self.containers:
-            total = total + container.requests
-        sidecars = EMPTY
-        init_peak = EMPTY
-        for container in self.init_containers:
-            if container.restart_policy == "Always":
-                sidecars = sidecars + container.requests
-                init_peak = init_peak.max_with(sidecars)
-            else:
-                init_peak = init_peak.max_with(sidecars + container.requests)
-        return (total + sidecars).max_with(init_peak) + self.overhead
+        + the sidecars started before it), plus overhead. Pods stamped from one template share the result."""
+        return _effective_requests(
+            tuple(c.requests for c in self.containers),
+            tuple((c.requests, c.restart_policy == "Always") for c in self.init_containers),
+            self.overhead,
+        )
 
     def init_requests(self) -> Resources:
         """Volcano's InitResreq: the request the pod needs to start (same as effective here, since sidecars
         and init containers are already folded into it)."""
         return self.effective_requests()
+
+
+@functools.lru_cache(maxsize=4096)
+def _effective_requests(
+    containers: tuple[Resources, ...],
+    init_containers: tuple[tuple[Resources, bool], ...],
+    overhead: Resources,
+) -> Resources:
+    total = EMPTY
+    for requests in containers:
+        total = total + requests
+    sidecars = EMPTY
+    init_peak = EMPTY
+    for requests, is_sidecar in init_containers:
+        if is_sidecar:
+            sidecars = sidecars + requests
+            init_peak = init_peak.max_with(sidecars)
+        else:
+            init_peak = init_peak.max_with(sidecars + requests)
+    return (total + sidecars).max_with(init_peak) + overhead
 
 
 @dataclass(frozen=True, slots=True)

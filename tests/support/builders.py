@@ -121,7 +121,9 @@ def pod(
         notes["volcano.sh/preemptable"] = "true" if preemptable else "false"
     meta = _meta(name, namespace, labels, notes)
     if deleting:
-        meta = ObjectMeta(**{**{f: getattr(meta, f) for f in meta.__dataclass_fields__}, "deletion_timestamp": 1.0})
+        meta = ObjectMeta(
+            **{**{f: getattr(meta, f) for f in meta.__dataclass_fields__}, "deletion_timestamp": 1.0}
+        )
     return Pod(
         meta=meta,
         spec=PodSpec(
@@ -212,15 +214,21 @@ def gang(
     **pod_kwargs: Any,
 ) -> list[PodGroup | Pod]:
     """A PodGroup with `replicas` pods named `<name>-<role>-<i>`."""
-    pg = podgroup(name, queue=queue_name, min_member=replicas if min_member is None else min_member, phase=phase)
+    pg = podgroup(
+        name, queue=queue_name, min_member=replicas if min_member is None else min_member, phase=phase
+    )
     return [pg] + [pod(f"{name}-{role}-{i}", name, role=role, **pod_kwargs) for i in range(replicas)]
 
 
-def conf(actions: str, *tiers: Sequence[str | Mapping[str, Any]], configurations: Any = None) -> SchedulerConf:
+def conf(
+    actions: str, *tiers: Sequence[str | Mapping[str, Any]], configurations: Any = None
+) -> SchedulerConf:
     """conf("allocate", ["gang"], ["predicates", {"name": "binpack", "arguments": {...}}])."""
     doc: dict[str, Any] = {
         "actions": actions,
-        "tiers": [{"plugins": [p if isinstance(p, Mapping) else {"name": p} for p in tier]} for tier in tiers],
+        "tiers": [
+            {"plugins": [p if isinstance(p, Mapping) else {"name": p} for p in tier]} for tier in tiers
+        ],
     }
     if configurations:
         doc["configurations"] = configurations

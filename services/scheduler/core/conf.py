@@ -115,7 +115,7 @@ def parse_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
 
     actions_raw = raw.get("actions", "")
     if not isinstance(actions_raw, str):
-        errors.append("actions: expected a comma-separated string such as \"enqueue, allocate, backfill\"")
+        errors.append('actions: expected a comma-separated string such as "enqueue, allocate, backfill"')
         actions_raw = ""
     actions = tuple(a.strip() for a in actions_raw.split(",") if a.strip())
     if not actions:

@@ -26,7 +26,9 @@ _PLUGIN_PATHS = {
     "predicates": "services.scheduler.core.plugins.predicates:PredicatesPlugin",
     "nodeorder": "services.scheduler.core.plugins.nodeorder:NodeOrderPlugin",
     "binpack": "services.scheduler.core.plugins.binpack:BinpackPlugin",
-    "network-topology-aware": "services.scheduler.core.plugins.network_topology_aware:NetworkTopologyAwarePlugin",
+    "network-topology-aware": (
+        "services.scheduler.core.plugins.network_topology_aware:NetworkTopologyAwarePlugin"
+    ),
 }
 
 _ACTION_PATHS = {

@@ -32,14 +32,28 @@ class ClusterSnapshot:
     def from_objects(cls, objects: Iterable[object], sequence: int = 0) -> ClusterSnapshot:
         """Sort objects by kind; other kinds (Job, Command) are ignored here (the job-controller expands
         Jobs before the scheduler sees them). The `default` queue always exists, as in Volcano."""
-        buckets: dict[type, list] = {Node: [], Pod: [], PodGroup: [], Queue: [], PriorityClass: [], HyperNode: []}
+        buckets: dict[type, list] = {
+            Node: [],
+            Pod: [],
+            PodGroup: [],
+            Queue: [],
+            PriorityClass: [],
+            HyperNode: [],
+        }
         for obj in objects:
             bucket = buckets.get(type(obj))
             if bucket is not None:
                 bucket.append(obj)
         queues = buckets[Queue]
         if not any(q.meta.name == DEFAULT_QUEUE for q in queues):
-            queues.insert(0, Queue(meta=ObjectMeta(name=DEFAULT_QUEUE, namespace="", uid=DEFAULT_QUEUE, creation_timestamp=-1.0)))
+            queues.insert(
+                0,
+                Queue(
+                    meta=ObjectMeta(
+                        name=DEFAULT_QUEUE, namespace="", uid=DEFAULT_QUEUE, creation_timestamp=-1.0
+                    )
+                ),
+            )
         return cls(
             nodes=tuple(buckets[Node]),
             pods=tuple(buckets[Pod]),

@@ -13,6 +13,10 @@ replayed for real.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
+from contracts.objects import PodGroupCondition
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
@@ -22,8 +26,6 @@ from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskInfo
 from services.scheduler.core.model.topology import CLUSTER_TOP
-
-from contracts.objects import PodGroupCondition
 
 
 def need_continue_allocating(job: JobInfo, failed_roles: dict[str, dict[str, int]]) -> bool:
@@ -35,7 +37,8 @@ def need_continue_allocating(job: JobInfo, failed_roles: dict[str, dict[str, int
         still_possible = sum(1 for t in job.pending_tasks() if t.role not in failed_roles)
         return job.ready_task_num() + still_possible >= job.min_available
     return all(
-        job.role_count(role, ALLOCATED_STATUSES) >= job.task_min_available.get(role, 0) for role in failed_roles
+        job.role_count(role, ALLOCATED_STATUSES) >= job.task_min_available.get(role, 0)
+        for role in failed_roles
     )
 
 
@@ -74,7 +77,7 @@ def pick_up_jobs(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, Prio
 
 class AllocateAction(Action):
     name = "allocate"
-    arguments_spec = {"predicateErrorCacheEnable": bool}
+    arguments_spec: ClassVar[Mapping[str, type]] = {"predicateErrorCacheEnable": bool}
 
     def execute(self, ssn: Session) -> None:
         self.cache_errors = argument(self.arguments, "predicateErrorCacheEnable", True)
@@ -90,12 +93,14 @@ class AllocateAction(Action):
             job = jobs.pop()
             tasks = pending.get(job.uid)
             if tasks is None:
-                tasks = PriorityQueue(ssn.task_order_fn, [t for t in job.pending_tasks() if not t.best_effort])
+                tasks = PriorityQueue(
+                    ssn.task_order_fn, [t for t in job.pending_tasks() if not t.best_effort]
+                )
                 pending[job.uid] = tasks
             if not tasks:
                 queues.push(queue)
                 continue
-            if job.has_hard_topology() and not ssn.topology.empty:
+            if job.network_topology is not None and not ssn.topology.empty:
                 stmt = self.allocate_in_domain(ssn, job, queue, tasks)
             else:
                 stmt = self.allocate_tasks(ssn, job, queue, tasks)
@@ -152,12 +157,16 @@ class AllocateAction(Action):
         ordered = []
         while tasks:
             ordered.append(tasks.pop())
-        gradients = ssn.hypernode_gradients_fn(job) or [[CLUSTER_TOP]]
+        gradients = ssn.hypernode_gradients_fn(job)
+        if gradients is None:  # no topology plugin configured: the whole cluster is the one domain
+            gradients = [[CLUSTER_TOP]]
         for gradient in gradients:
             solutions: dict[str, list[tuple[Op, TaskInfo, int]]] = {}
             for hypernode in gradient:
                 trial_tasks = PriorityQueue(ssn.task_order_fn, ordered)
-                trial = self.allocate_tasks(ssn, job, queue, trial_tasks, allowed=ssn.topology.members[hypernode])
+                trial = self.allocate_tasks(
+                    ssn, job, queue, trial_tasks, allowed=ssn.topology.members[hypernode]
+                )
                 if trial is None:
                     continue
                 solutions[hypernode] = trial.operations()

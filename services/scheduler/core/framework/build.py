@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from contracts.objects import ObjectMeta, Pod, PodGroup, PriorityClass
 from contracts.resources import EMPTY, Resources
 from services.scheduler.core.model.job import JobInfo
@@ -86,19 +88,20 @@ def build_model(snapshot: ClusterSnapshot) -> WorkingModel:
         jobs[key] = JobInfo(pg, _priority_of(pg.priority_class_name, classes, default_priority))
 
     model = WorkingModel(resources, nodes, jobs, {}, classes, default_priority)
+    # tasks with equal requests share one read-only vector
+    vectors: dict[Resources, tuple[np.ndarray, np.ndarray]] = {}
     for pod, key in grouped:
         job = jobs.get(key) if key else None
         pod_priority = pod.spec.priority
         if pod_priority is None:
             fallback = job.priority if job is not None else default_priority
             pod_priority = _priority_of(pod.spec.priority_class_name, classes, fallback)
-        task = TaskInfo(
-            pod,
-            key,
-            pod_priority,
-            resources.vector(pod.spec.effective_requests()),
-            resources.vector(pod.spec.init_requests()),
-        )
+        requests = pod.spec.effective_requests()
+        shared = vectors.get(requests)
+        if shared is None:
+            vector = resources.vector(requests)
+            shared = vectors[requests] = (vector, np.flatnonzero(vector > 0))
+        task = TaskInfo(pod, key, pod_priority, *shared)
         if task.node:
             index = nodes.index.get(task.node)
             if index is None:

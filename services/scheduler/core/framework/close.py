@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from contracts.objects import PodGroupCondition
 from services.scheduler.core.framework.plan import PodGroupUpdate, QueueUpdate, SessionResult
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus
@@ -26,9 +28,15 @@ def podgroup_phase(job: JobInfo) -> str:
     return "Inqueue"
 
 
-def _conditions(job: JobInfo) -> tuple:
+def _conditions(job: JobInfo, ssn: Session) -> tuple[PodGroupCondition, ...]:
+    """Conditions replace their own type. Once a gang is Scheduled, an Unschedulable condition left from
+    an earlier session is marked False (Volcano leaves it True beside Scheduled: a contradiction)."""
     current = {c.type: c for c in job.podgroup.status.conditions}
     current.update(job.new_conditions)
+    scheduled = job.new_conditions.get("Scheduled")
+    stale = current.get("Unschedulable")
+    if scheduled is not None and stale is not None and "Unschedulable" not in job.new_conditions:
+        current["Unschedulable"] = replace(stale, status="False", last_transition_time=ssn.now)
     return tuple(current[t] for t in sorted(current))
 
 
@@ -37,7 +45,7 @@ def close_session(ssn: Session) -> SessionResult:
     for key, job in ssn.jobs.items():
         podgroups[key] = PodGroupUpdate(
             phase=podgroup_phase(job),
-            conditions=_conditions(job),
+            conditions=_conditions(job, ssn),
             running=job.status_counts[TaskStatus.RUNNING],
             succeeded=job.status_counts[TaskStatus.SUCCEEDED],
             failed=job.status_counts[TaskStatus.FAILED],

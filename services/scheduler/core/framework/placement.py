@@ -37,6 +37,15 @@ class FitResult:
     reasons: dict[str, int]  # only filled when nothing is feasible: reason -> number of nodes
 
 
+def fits_rows(matrix: np.ndarray, cols: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """Row mask: matrix[row, c] >= need[c] for every requested column c. A loop over the few requested
+    columns is much cheaper than fancy-indexing a (rows x dims) block."""
+    mask = matrix[:, cols[0]] >= need[cols[0]]
+    for col in cols[1:]:
+        mask &= matrix[:, col] >= need[col]
+    return mask
+
+
 def _resource_shortfall(
     ssn: Session, task: TaskInfo, available: np.ndarray, remaining: np.ndarray, reasons: dict[str, int]
 ) -> np.ndarray:
@@ -63,16 +72,14 @@ def feasible_nodes(
     preempt/reclaim look at full nodes."""
     nodes = ssn.nodes
     count = len(nodes)
-    failures = [
-        f for f in ssn.predicate_failures(task) if not (resolvable_ok and f.resolvable)
-    ]
+    failures = [f for f in ssn.predicate_failures(task) if not (resolvable_ok and f.resolvable)]
     mask = np.ones(count, dtype=bool) if allowed is None else allowed.copy()
     for failure in failures:
         mask &= ~failure.nodes
     cols = task.requested_columns
     if check_resources and len(cols):
         future_idle = nodes.future_idle()
-        mask &= (future_idle[:, cols] >= task.init_vector[cols]).all(axis=1)
+        mask &= fits_rows(future_idle, cols, task.init_vector)
     found = np.flatnonzero(mask)
     if len(found) == 0:
         reasons: dict[str, int] = {}
@@ -103,9 +110,9 @@ def select_best_node(ssn: Session, task: TaskInfo, candidates: np.ndarray) -> in
     fits future idle (pipeline); within that gradient the highest summed score wins."""
     cols = task.requested_columns
     if len(cols):
-        fits_idle = (ssn.nodes.idle[candidates][:, cols] >= task.init_vector[cols]).all(axis=1)
-        if fits_idle.any():
-            candidates = candidates[fits_idle]
+        now = fits_rows(ssn.nodes.idle.take(candidates, axis=0), cols, task.init_vector)
+        if now.any():
+            candidates = candidates[now]
     if len(candidates) == 1:
         return int(candidates[0])
     scores = ssn.node_order_fn(task, candidates)
@@ -127,7 +134,7 @@ def fits_future_idle(ssn: Session, task: TaskInfo, node_index: int) -> bool:
 
 
 def format_reasons(reasons: dict[str, int]) -> str:
-    """"3 nodes: insufficient nvidia.com/gpu; 2 nodes: node(s) didn't match nodeSelector", most first."""
+    """ "3 nodes: insufficient nvidia.com/gpu; 2 nodes: node(s) didn't match nodeSelector", most first."""
     parts = []
     for reason, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
         if count:

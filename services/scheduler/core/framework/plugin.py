@@ -86,7 +86,9 @@ class Plugin:
         """Compare two queues for allocation order; same protocol as job_order."""
         raise NotImplementedError
 
-    def victim_queue_order(self, ssn: Session, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+    def victim_queue_order(
+        self, ssn: Session, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo
+    ) -> int:
         """Which queue to evict from first when reclaiming for `preemptor`; 0 falls back to the reverse
         of queue_order (lowest-priority queue first)."""
         raise NotImplementedError
@@ -111,12 +113,16 @@ class Plugin:
         raise NotImplementedError
 
     # --- eviction -------------------------------------------------------------------------------------
-    def preemptable(self, ssn: Session, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+    def preemptable(
+        self, ssn: Session, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+    ) -> list[TaskInfo] | None:
         """Which of `preemptees` (same queue) `preemptor` may evict. None abstains; an empty list vetoes
         the whole tier (Volcano's fall-through quirk); the non-abstaining answers of a tier intersect."""
         raise NotImplementedError
 
-    def reclaimable(self, ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+    def reclaimable(
+        self, ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]
+    ) -> list[TaskInfo] | None:
         """Like preemptable, for cross-queue reclaim."""
         raise NotImplementedError
 

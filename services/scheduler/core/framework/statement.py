@@ -88,9 +88,9 @@ class Statement:
             else:
                 assert job is not None
                 job.update_task_status(task, previous)
+                ssn.fire_deallocate(task)  # handlers still see where the task was
                 task.node = ""
                 task.node_index = -1
-                ssn.fire_deallocate(task)
         self._ops = []
 
     def commit(self) -> Plan:

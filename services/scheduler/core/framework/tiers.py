@@ -2,27 +2,34 @@
 
 | point | rule |
 |---|---|
-| job/queue/task order | first plugin (tier order, then plugin order) returning non-zero wins, then a fallback |
+| job/queue/task order | the first plugin (in tier order) answering non-zero wins, else a fallback |
 | victim queue order | first non-zero, else the reverse of queue order |
 | predicate, pre-predicate | all must pass |
 | node order | summed |
-| preemptable, reclaimable | per tier: intersection of non-abstaining answers; an empty answer voids the tier |
-|  | (falls through to the next tier); the first tier with an answer decides |
+| preemptable, reclaimable | per tier: intersection of non-abstaining answers; an empty answer voids |
+|  | the tier (falls through to the next tier); the first tier with an answer decides |
 | overused | OR |
 | allocatable, preemptive, job ready | AND |
-| job pipelined, job enqueueable | vote: a reject anywhere wins; a permit ends the search at the end of its tier |
+| job pipelined, job enqueueable | vote: a reject anywhere wins; a permit ends the search after its tier |
 | job starving | the first tier with a registered plugin decides, by AND; none anywhere: false |
 | job valid | the first failing result |
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from services.scheduler.core.framework.plugin import Event, NodeFailure, Plugin, ValidateResult, Vote, implements
+from services.scheduler.core.framework.plugin import (
+    Event,
+    NodeFailure,
+    Plugin,
+    ValidateResult,
+    Vote,
+    implements,
+)
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import TaskInfo
@@ -74,12 +81,20 @@ class TierDispatch:
         return bool(self._flat[point])
 
     # --- ordering ---------------------------------------------------------------------------------
-    def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
-        """True if `left` should be scheduled before `right`."""
+    def job_order_compare(self, left: JobInfo, right: JobInfo) -> int:
+        """The first non-zero plugin answer; 0 when every plugin abstains (no creation-time fallback,
+        which victim ordering needs)."""
         for plugin in self._flat["job_order"]:
             result = plugin.job_order(self, left, right)  # type: ignore[arg-type]
             if result:
-                return result < 0
+                return result
+        return 0
+
+    def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
+        """True if `left` should be scheduled before `right`."""
+        result = self.job_order_compare(left, right)
+        if result:
+            return result < 0
         if left.creation_timestamp != right.creation_timestamp:
             return left.creation_timestamp < right.creation_timestamp
         return left.uid < right.uid
@@ -111,6 +126,29 @@ class TierDispatch:
         if left.creation_timestamp != right.creation_timestamp:
             return left.creation_timestamp < right.creation_timestamp
         return left.uid < right.uid
+
+    def victim_less(self, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], bool]:
+        """Volcano's BuildVictimsPriorityQueue order, `less(a, b)` true when `a` is evicted first: tasks
+        of one job in reverse task order; jobs of different queues by victim queue order; jobs of one
+        queue in reverse job order, then reverse task order. Used by preempt, reclaim and capacity."""
+        preemptor_queue = self.queues[self.jobs[preemptor.job].queue]  # type: ignore[attr-defined]
+
+        def less(left: TaskInfo, right: TaskInfo) -> bool:
+            if left.job == right.job:
+                return not self.task_order_fn(left, right)
+            left_job, right_job = self.jobs[left.job], self.jobs[right.job]  # type: ignore[attr-defined]
+            if left_job.queue != right_job.queue:
+                return self.victim_queue_order_fn(
+                    self.queues[left_job.queue],  # type: ignore[attr-defined]
+                    self.queues[right_job.queue],  # type: ignore[attr-defined]
+                    preemptor_queue,
+                )
+            order = self.job_order_compare(left_job, right_job)
+            if order:
+                return order > 0
+            return not self.task_order_fn(left, right)
+
+        return less
 
     # --- feasibility -----------------------------------------------------------------------------
     def pre_predicate_fn(self, task: TaskInfo) -> str | None:

@@ -39,8 +39,8 @@ class JobInfo:
         "min_resources",
         "name",
         "namespace",
-        "new_conditions",
         "network_topology",
+        "new_conditions",
         "phase",
         "podgroup",
         "preemptable",
@@ -97,17 +97,20 @@ class JobInfo:
         if task.status in ALLOCATED_STATUSES:
             self.allocated = self.allocated + task.resreq
 
-    def _unindex(self, task: TaskInfo) -> None:
-        del self.tasks_by_status[task.status][task.uid]
-        self.status_counts[task.status] -= 1
-        self.role_status_counts[task.role][task.status] -= 1
-        if task.status in ALLOCATED_STATUSES:
-            self.allocated = self.allocated - task.resreq
-
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
-        self._unindex(task)
+        old = task.status
+        del self.tasks_by_status[old][task.uid]
+        self.status_counts[old] -= 1
+        role_counts = self.role_status_counts[task.role]
+        role_counts[old] -= 1
         task.status = status
-        self._index(task)
+        self.tasks_by_status[status][task.uid] = task
+        self.status_counts[status] += 1
+        role_counts[status] += 1
+        was_allocated = old in ALLOCATED_STATUSES
+        if was_allocated != (status in ALLOCATED_STATUSES):
+            # hot path: only touch the Resources sum when membership changes (Allocated -> Binding doesn't)
+            self.allocated = self.allocated - task.resreq if was_allocated else self.allocated + task.resreq
 
     # --- gang counters (Volcano's JobInfo helpers) ------------------------------------------------
     def count(self, *statuses: TaskStatus) -> int:

@@ -58,10 +58,7 @@ class NodeTable:
         self.future = self.allocatable.copy()
         self.pod_count = np.zeros(count, dtype=np.int64)
         self.max_pods = np.array(
-            [
-                (n.allocatable or n.capacity).get(PODS, DEFAULT_MAX_PODS * 1000) // 1000
-                for n in nodes
-            ],
+            [(n.allocatable or n.capacity).get(PODS, DEFAULT_MAX_PODS * 1000) // 1000 for n in nodes],
             dtype=np.int64,
         )
         self.labels: list[Mapping[str, str]] = [n.meta.labels for n in nodes]

@@ -17,7 +17,7 @@ class ResourceIndex:
     __slots__ = ("column", "names")
 
     def __init__(self, names: Iterable[str]) -> None:
-        ordered = [CPU, MEMORY] + sorted({n for n in names if n not in (CPU, MEMORY, PODS)})
+        ordered = [CPU, MEMORY, *sorted({n for n in names if n not in (CPU, MEMORY, PODS)})]
         self.names: tuple[str, ...] = tuple(ordered)
         self.column: dict[str, int] = {name: i for i, name in enumerate(self.names)}
 

@@ -32,8 +32,12 @@ class TaskStatus(enum.IntEnum):
     UNKNOWN = 10
 
 
-ALLOCATED_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED})
-SCHEDULED_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+ALLOCATED_STATUSES = frozenset(
+    {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
+)
+SCHEDULED_STATUSES = frozenset(
+    {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED}
+)
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 COMPLETED_STATUSES = frozenset({TaskStatus.FAILED, TaskStatus.SUCCEEDED})
 
@@ -102,7 +106,9 @@ class TaskInfo:
         "vector",
     )
 
-    def __init__(self, pod: Pod, job: str, priority: int, vector: np.ndarray, init_vector: np.ndarray) -> None:
+    def __init__(
+        self, pod: Pod, job: str, priority: int, vector: np.ndarray, requested_columns: np.ndarray
+    ) -> None:
         self.pod = pod
         self.uid = pod.meta.uid or pod.meta.key
         self.key = pod.meta.key
@@ -113,12 +119,15 @@ class TaskInfo:
         self.index = pod_index(pod)
         self.creation_timestamp = pod.meta.creation_timestamp
         task_priority = pod.meta.annotations.get(TASK_PRIORITY_ANNOTATION)
-        self.priority = int(task_priority) if task_priority and task_priority.lstrip("-").isdigit() else priority
+        self.priority = (
+            int(task_priority) if task_priority and task_priority.lstrip("-").isdigit() else priority
+        )
         self.resreq: Resources = pod.spec.effective_requests()
-        self.init_resreq: Resources = pod.spec.init_requests()
+        self.init_resreq: Resources = self.resreq
         self.vector = vector
-        self.init_vector = init_vector
-        self.requested_columns = np.flatnonzero(init_vector > 0)
+        # effective and init requests coincide once sidecars and init containers are folded in
+        self.init_vector = vector
+        self.requested_columns = requested_columns
         self.best_effort = self.resreq.is_empty()
         self.preemptable = pod_preemptable(pod)
         self.status = status_of_pod(pod)

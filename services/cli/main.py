@@ -1,0 +1,29 @@
+"""The `lahar` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from services.cli import bench_cmd, simulate_cmd
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lahar", description="Volcano-style batch scheduling, event-sourced."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    simulate_cmd.register(sub)
+    bench_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Expand a Volcano Job into its PodGroup and Pods, as Volcano's job controller does.
+
+Pure functions of the Job value. Naming: pods are `<job>-<task>-<index>`; the PodGroup is named after the
+job itself (Volcano appends the job UID, `<job>-<uid>`, to survive delete/re-create races against the API
+server; lahar's job-controller is the single writer of both objects on an ordered log, so the plain name is
+unambiguous and is what users look for).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from contracts.objects import (
+    Job,
+    ObjectMeta,
+    Pod,
+    PodGroup,
+    PodGroupStatus,
+    PodSpec,
+    PodStatus,
+    PriorityClass,
+    TaskSpec,
+    frozen_map,
+)
+from contracts.resources import EMPTY, Resources
+
+GROUP_NAME = "scheduling.k8s.io/group-name"
+JOB_NAME = "volcano.sh/job-name"
+JOB_NAMESPACE = "volcano.sh/job-namespace"
+QUEUE_NAME = "volcano.sh/queue-name"
+TASK_SPEC = "volcano.sh/task-spec"
+TASK_INDEX = "volcano.sh/task-index"
+JOB_VERSION = "volcano.sh/job-version"
+JOB_RETRY_COUNT = "volcano.sh/job-retry-count"
+PREEMPTABLE = "volcano.sh/preemptable"
+# annotations on the Job that its pods inherit (simulation knobs and Volcano's preemptable flag)
+INHERITED_PREFIXES = ("lahar.dev/", PREEMPTABLE)
+
+DEFAULT_MAX_RETRY = 3
+
+
+def default_job(job: Job, scheduler_name: str = "volcano") -> Job:
+    """Volcano's job mutation webhook: queue, scheduler, maxRetry, task names and minAvailable."""
+    tasks = []
+    for i, task in enumerate(job.tasks):
+        min_available = task.min_available
+        if min_available is None:
+            policy = task.partition_policy
+            if policy is not None and policy.min_partitions > 0:
+                min_available = policy.min_partitions * policy.partition_size
+            else:
+                min_available = task.replicas
+        tasks.append(
+            replace(
+                task,
+                name=task.name or f"default{i}",
+                min_available=min_available,
+                max_retry=task.max_retry or DEFAULT_MAX_RETRY,
+            )
+        )
+    job_min = job.min_available
+    if not job_min:
+        job_min = sum(t.min_available or 0 for t in tasks)
+    return replace(
+        job,
+        tasks=tuple(tasks),
+        queue=job.queue or "default",
+        scheduler_name=job.scheduler_name or scheduler_name,
+        max_retry=job.max_retry or DEFAULT_MAX_RETRY,
+        min_available=job_min,
+    )
+
+
+def _task_priority(task: TaskSpec, job: Job, classes: dict[str, PriorityClass]) -> int:
+    name = task.template.spec.priority_class_name or job.priority_class_name
+    pc = classes.get(name)
+    return pc.value if pc else 0
+
+
+def min_resources(job: Job, classes: dict[str, PriorityClass] | None = None) -> Resources:
+    """Volcano's calcPGMinResources: the requests of the first `minAvailable` pods, taking tasks by
+    priority; when the job's minimum covers every task's minimum, each task's own minimum comes first."""
+    classes = classes or {}
+    tasks = sorted(job.tasks, key=lambda t: -_task_priority(t, job, classes))
+    remaining = job.min_available or 0
+    total = EMPTY
+    counted = {t.name: 0 for t in tasks}
+    if remaining >= sum(t.min_available or 0 for t in tasks):
+        for task in tasks:
+            take = min(task.min_available or 0, remaining)
+            total = total + task.template.spec.effective_requests().times(take)
+            counted[task.name] = take
+            remaining -= take
+    for task in tasks:
+        take = min(task.replicas - counted[task.name], remaining)
+        if take > 0:
+            total = total + task.template.spec.effective_requests().times(take)
+            remaining -= take
+    return total
+
+
+def podgroup_for(job: Job, classes: dict[str, PriorityClass] | None = None) -> PodGroup:
+    meta = job.meta
+    return PodGroup(
+        meta=ObjectMeta(
+            name=meta.name,
+            namespace=meta.namespace,
+            uid=f"{meta.uid or meta.key}-podgroup",
+            annotations=frozen_map(
+                {k: v for k, v in meta.annotations.items() if k.startswith(INHERITED_PREFIXES)}
+            ),
+            creation_timestamp=meta.creation_timestamp,
+        ),
+        min_member=job.min_available or 0,
+        min_task_member=frozen_map({t.name: t.min_available or 0 for t in job.tasks}),
+        queue=job.queue,
+        priority_class_name=job.priority_class_name,
+        min_resources=min_resources(job, classes),
+        network_topology=job.network_topology,
+        status=PodGroupStatus(phase="Pending"),
+    )
+
+
+def pod_for(job: Job, task: TaskSpec, index: int, *, created_at: float, retry_count: int = 0) -> Pod:
+    """The pod for replica `index` of `task` (Volcano's createJobPod)."""
+    meta = job.meta
+    template = task.template
+    name = f"{meta.name}-{task.name}-{index}"
+    inherited = {k: v for k, v in meta.annotations.items() if k.startswith(INHERITED_PREFIXES)}
+    annotations = {
+        **inherited,
+        **template.annotations,
+        GROUP_NAME: meta.name,
+        JOB_NAME: meta.name,
+        QUEUE_NAME: job.queue,
+        TASK_SPEC: task.name,
+        TASK_INDEX: str(index),
+        JOB_VERSION: str(job.status.version),
+        JOB_RETRY_COUNT: str(retry_count),
+    }
+    labels = {
+        **template.labels,
+        JOB_NAME: meta.name,
+        JOB_NAMESPACE: meta.namespace,
+        QUEUE_NAME: job.queue,
+        TASK_SPEC: task.name,
+        TASK_INDEX: str(index),
+    }
+    spec: PodSpec = template.spec
+    spec = replace(
+        spec,
+        scheduler_name=job.scheduler_name,
+        priority_class_name=spec.priority_class_name or job.priority_class_name,
+        node_name="",
+    )
+    return Pod(
+        meta=ObjectMeta(
+            name=name,
+            namespace=meta.namespace,
+            uid=f"{meta.namespace}-{name}-{retry_count}",
+            labels=frozen_map(labels),
+            annotations=frozen_map(annotations),
+            creation_timestamp=created_at,
+        ),
+        spec=spec,
+        status=PodStatus(phase="Pending"),
+    )
+
+
+def pods_for(job: Job, *, created_at: float, retry_count: int = 0) -> list[Pod]:
+    return [
+        pod_for(job, task, i, created_at=created_at, retry_count=retry_count)
+        for task in job.tasks
+        for i in range(task.replicas)
+    ]

@@ -1,0 +1,73 @@
+"""Job phase for the plain path (Pending → Running → Completed / Failed), Volcano's SyncJob rules of the
+pending and running states. Restart, abort and terminate transitions belong to the lifecycle state machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from contracts.objects import Job
+
+FINISHED_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCounts:
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+    @property
+    def finished(self) -> int:
+        return self.succeeded + self.failed
+
+
+def _sum(counts: Mapping[str, TaskCounts]) -> TaskCounts:
+    return TaskCounts(
+        pending=sum(c.pending for c in counts.values()),
+        running=sum(c.running for c in counts.values()),
+        succeeded=sum(c.succeeded for c in counts.values()),
+        failed=sum(c.failed for c in counts.values()),
+    )
+
+
+def next_phase(job: Job, phase: str, counts: Mapping[str, TaskCounts]) -> str:
+    """One SyncJob step for a defaulted job (task minAvailable and job minAvailable filled in)."""
+    if phase in FINISHED_PHASES:
+        return phase
+    total = _sum(counts)
+    min_available = job.min_available or 0
+    replicas = sum(t.replicas for t in job.tasks)
+    if phase == "Pending":
+        if min_available <= total.running + total.finished:
+            return "Running"
+        return phase
+    if phase != "Running":
+        return phase
+    if job.min_success and total.succeeded >= job.min_success:
+        return "Completed"
+    if total.finished == replicas:
+        if min_available >= sum(t.min_available or 0 for t in job.tasks):
+            for task in job.tasks:
+                done = counts.get(task.name, TaskCounts())
+                if done.succeeded < (task.min_available or 0):
+                    return "Failed"
+        if job.min_success and total.succeeded < job.min_success:
+            return "Failed"
+        return "Completed" if total.succeeded >= min_available else "Failed"
+    if total.pending > replicas - min_available:
+        return "Pending"
+    return phase
+
+
+def settle_phase(job: Job, phase: str, counts: Mapping[str, TaskCounts]) -> str:
+    """Apply SyncJob until the phase stops moving (a job whose pods all finished within one step goes
+    Pending → Running → Completed)."""
+    for _ in range(4):
+        following = next_phase(job, phase, counts)
+        if following == phase:
+            return phase
+        phase = following
+    return phase

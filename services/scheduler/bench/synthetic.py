@@ -1,0 +1,110 @@
+"""A synthetic cluster and workload for `lahar bench core`, generated from a seed.
+
+Nodes: 32 cpu / 256Gi; one in four also carries 8 GPUs. Pods: pending gangs of mixed sizes (1–64) over
+weighted queues; about one gang in ten asks for GPUs. The total demand is kept near the cluster's
+capacity so that the run ends with every placeable pod placed.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from contracts.objects import (
+    Container,
+    Node,
+    ObjectMeta,
+    Pod,
+    PodGroup,
+    PodGroupStatus,
+    PodSpec,
+    PodStatus,
+    Queue,
+    frozen_map,
+)
+from contracts.resources import Resources
+
+GANG_SIZES = (1, 1, 2, 4, 8, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    nodes: list[Node]
+    queues: list[Queue]
+    podgroups: list[PodGroup]
+    pods: list[Pod]
+
+
+def make_nodes(count: int) -> list[Node]:
+    nodes = []
+    for i in range(count):
+        spec = {"cpu": 32, "memory": "256Gi", "pods": 110}
+        if i % 4 == 0:
+            spec["nvidia.com/gpu"] = 8
+        allocatable = Resources.parse(spec)
+        labels = {"topology.kubernetes.io/zone": f"zone-{i % 3}", "node-type": "gpu" if i % 4 == 0 else "cpu"}
+        nodes.append(
+            Node(
+                meta=ObjectMeta(
+                    name=f"node-{i:05d}", namespace="", uid=f"node-{i:05d}", labels=frozen_map(labels)
+                ),
+                allocatable=allocatable,
+                capacity=allocatable,
+            )
+        )
+    return nodes
+
+
+def make_workload(node_count: int, pod_count: int, queue_count: int = 20, seed: int = 0) -> Workload:
+    rng = random.Random(seed)
+    nodes = make_nodes(node_count)
+    queues = [
+        Queue(
+            meta=ObjectMeta(name=f"q{i:02d}", namespace="", uid=f"q{i:02d}", creation_timestamp=float(i)),
+            weight=1 + i % 5,
+        )
+        for i in range(queue_count)
+    ]
+    podgroups: list[PodGroup] = []
+    pods: list[Pod] = []
+    created = 0
+    gang_index = 0
+    while created < pod_count:
+        size = min(rng.choice(GANG_SIZES), pod_count - created)
+        name = f"job-{gang_index:06d}"
+        queue = queues[gang_index % queue_count].meta.name
+        gpu = rng.random() < 0.1
+        request = {"cpu": rng.choice((1, 2, 2, 4)), "memory": f"{rng.choice((2, 4, 8, 16))}Gi"}
+        if gpu:
+            request["nvidia.com/gpu"] = rng.choice((1, 2))
+        requests = Resources.parse(request)
+        # one spec object per gang, as pods stamped from one template are alike
+        spec = PodSpec(containers=(Container(name="main", requests=requests),), scheduler_name="volcano")
+        podgroups.append(
+            PodGroup(
+                meta=ObjectMeta(name=name, namespace="bench", uid=name, creation_timestamp=float(gang_index)),
+                min_member=size,
+                queue=queue,
+                min_resources=requests.times(size),
+                status=PodGroupStatus(phase="Pending"),
+            )
+        )
+        annotations = frozen_map({"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"})
+        for i in range(size):
+            pod_name = f"{name}-worker-{i}"
+            pods.append(
+                Pod(
+                    meta=ObjectMeta(
+                        name=pod_name,
+                        namespace="bench",
+                        uid=pod_name,
+                        annotations=annotations,
+                        creation_timestamp=float(gang_index),
+                    ),
+                    spec=spec,
+                    status=PodStatus(phase="Pending"),
+                )
+            )
+        created += size
+        gang_index += 1
+    return Workload(nodes, queues, podgroups, pods)

@@ -1,0 +1,52 @@
+"""overcommit: admit PodGroups while the cluster, overcommitted by a factor, has room (Volcano's overcommit).
+
+idle = total allocatable × `overcommit-factor` (default 1.2; below 1 means the default) − what the nodes'
+pods use. Admitted work is the minResources of every Inqueue PodGroup, plus, for a Running PodGroup whose
+allocated tasks reach minMember, the part of its minResources its allocated tasks do not cover yet. A
+PodGroup is admitted iff admitted work + its minResources fits idle on the dimensions it asks for; once
+admitted its minResources count as admitted work. The check is on cluster aggregates: fragmentation is
+not looked at, that is what the allocate action finds out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+from contracts.resources import Resources
+from services.scheduler.core.conf import argument
+from services.scheduler.core.framework.plugin import Plugin, Vote
+from services.scheduler.core.plugins.fairness import over_limit, reserves_minimum, unmet_minimum
+
+if TYPE_CHECKING:
+    from services.scheduler.core.framework.session import Session
+    from services.scheduler.core.model.job import JobInfo
+
+DEFAULT_FACTOR = 1.2
+
+
+class OvercommitPlugin(Plugin):
+    name = "overcommit"
+    arguments_spec: ClassVar[Mapping[str, type]] = {"overcommit-factor": float}
+
+    def on_session_open(self, ssn: Session) -> None:
+        factor = argument(self.arguments, "overcommit-factor", DEFAULT_FACTOR)
+        if factor < 1.0:
+            factor = DEFAULT_FACTOR
+        used = ssn.resources.resources(ssn.nodes.total_used())
+        self.idle = ssn.total_resource.scale(factor) - used
+        self.admitted = Resources()
+        for job in ssn.jobs.values():
+            if job.min_resources is not None and job.phase == "Inqueue":
+                self.admitted = self.admitted + job.min_resources
+            elif reserves_minimum(job):
+                self.admitted = self.admitted + unmet_minimum(job)
+
+    def job_enqueueable(self, ssn: Session, job: JobInfo) -> Vote:
+        if job.min_resources is None:
+            return Vote.PERMIT
+        return Vote.REJECT if over_limit(self.admitted, job.min_resources, self.idle) else Vote.PERMIT
+
+    def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
+        if job.min_resources is not None:
+            self.admitted = self.admitted + job.min_resources
