@@ -15,6 +15,7 @@ from contracts.parse import load_files
 from services.scheduler.core.conf import ConfError, default_conf, parse_conf
 from services.simulator.engine import simulate
 from services.simulator.report import build_report, render_table
+from services.simulator.world import annotation_errors
 
 EXIT_OK = 0
 EXIT_STUCK = 3  # the run ended with work that can never finish (deadlock or unschedulable)
@@ -60,6 +61,9 @@ def _progress_printer(enabled: bool):
 def run(args: argparse.Namespace) -> int:
     try:
         objects = load_files([Path(f) for f in args.filename])
+        problems = [error for obj in objects for error in annotation_errors(obj)]
+        if problems:
+            raise ManifestError(problems)
         conf = parse_conf(Path(args.conf).read_text(), args.conf) if args.conf else default_conf()
     except (ManifestError, ConfError) as exc:
         print(str(exc), file=sys.stderr)

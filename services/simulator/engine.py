@@ -94,7 +94,12 @@ def simulate(
         if not until_idle:
             now += period_s
             continue
-        if not world.unfinished_jobs() and not world.finish_at and not world.pending_arrivals:
+        if (
+            not world.unfinished_jobs()
+            and not world.finish_at
+            and not world.pending_arrivals
+            and not world.pending_pods_without_job()
+        ):
             run.outcome = "idle"
             break
         if changed:

@@ -35,6 +35,9 @@ def _stuck_message(run: SimulationRun) -> str:
         parts.append("jobs holding part of their resources: " + ", ".join(holders))
     if waiters:
         parts.append("jobs waiting with nothing placed: " + ", ".join(waiters))
+    orphans = world.pending_pods_without_job()
+    if orphans:
+        parts.append("pods waiting: " + ", ".join(orphans))
     return "; ".join(parts)
 
 

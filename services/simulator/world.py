@@ -9,8 +9,10 @@ lets a one-session simulation show where a job's pods would go.)
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from contracts.errors import FieldError
 from contracts.objects import Job, ObjectMeta, Pod, PodGroup, PodGroupStatus, PodStatus
 from contracts.parse import duration_seconds
 from services.job_controller.core.expand import default_job, podgroup_for, pods_for
@@ -41,6 +43,38 @@ def pod_duration(pod: Pod) -> float:
 def arrival_time(meta: ObjectMeta) -> float:
     value = meta.annotations.get(SIM_ARRIVAL)
     return duration_seconds(value) if value else 0.0
+
+
+def _annotation_problems(annotations: Mapping[str, str]) -> list[tuple[str, str]]:
+    problems = []
+    for key in (SIM_DURATION, SIM_ARRIVAL):
+        value = annotations.get(key)
+        if value:
+            try:
+                if duration_seconds(value) < 0:
+                    problems.append((key, f"expected a duration of 0 or more, got {value!r}"))
+            except ValueError as exc:
+                problems.append((key, str(exc)))
+    code = annotations.get(SIM_EXIT_CODE)
+    if code and not code.lstrip("-").isdigit():
+        problems.append((SIM_EXIT_CODE, f"expected an integer exit code, got {code!r}"))
+    return problems
+
+
+def annotation_errors(obj: object) -> list[FieldError]:
+    """Malformed simulation annotations of a loaded object, on it and on its tasks' pod templates (which its
+    pods inherit): checked before a run, so a typo is an input error instead of a crash halfway through."""
+    meta = getattr(obj, "meta", None)
+    if meta is None:
+        return []
+    document = f"{getattr(obj, 'kind', type(obj).__name__)} {meta.key}"
+    found = [(f"metadata.annotations[{key}]", msg) for key, msg in _annotation_problems(meta.annotations)]
+    for i, task in enumerate(getattr(obj, "tasks", ())):
+        found += [
+            (f"spec.tasks[{i}].template.metadata.annotations[{key}]", msg)
+            for key, msg in _annotation_problems(task.template.annotations)
+        ]
+    return [FieldError(document, path, message) for path, message in found]
 
 
 @dataclass(slots=True)
@@ -207,3 +241,7 @@ class World:
 
     def pending_pods(self) -> list[str]:
         return [k for k, p in self.pods.items() if p.status.phase == "Pending"]
+
+    def pending_pods_without_job(self) -> list[str]:
+        """Pending pods no Job owns (pods of a PodGroup manifest): work no job phase accounts for."""
+        return [k for k in self.pending_pods() if self.pod_job.get(k) not in self.jobs]

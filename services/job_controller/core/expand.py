@@ -71,9 +71,9 @@ def default_job(job: Job, scheduler_name: str = "volcano") -> Job:
     )
 
 
-def _task_priority(task: TaskSpec, job: Job, classes: dict[str, PriorityClass]) -> int:
-    name = task.template.spec.priority_class_name or job.priority_class_name
-    pc = classes.get(name)
+def _task_priority(task: TaskSpec, classes: dict[str, PriorityClass]) -> int:
+    # only the task template's own class counts, as in Volcano (not the job's class its pods inherit)
+    pc = classes.get(task.template.spec.priority_class_name)
     return pc.value if pc else 0
 
 
@@ -81,7 +81,7 @@ def min_resources(job: Job, classes: dict[str, PriorityClass] | None = None) -> 
     """Volcano's calcPGMinResources: the requests of the first `minAvailable` pods, taking tasks by
     priority; when the job's minimum covers every task's minimum, each task's own minimum comes first."""
     classes = classes or {}
-    tasks = sorted(job.tasks, key=lambda t: -_task_priority(t, job, classes))
+    tasks = sorted(job.tasks, key=lambda t: -_task_priority(t, classes))
     remaining = job.min_available or 0
     total = EMPTY
     counted = {t.name: 0 for t in tasks}

@@ -38,4 +38,7 @@ class EnqueueAction(Action):
             if job.min_resources is None or ssn.job_enqueueable_fn(job):
                 ssn.job_enqueued_fn(job)
                 job.phase = "Inqueue"
+            else:
+                # the gang plugin's Unschedulable condition reports it (Volcano only records an event)
+                job.job_fit_error = ssn.enqueue_reason(job)
             queues.push(queue)

@@ -171,6 +171,11 @@ class Plugin:
         """Notification that the job was moved to Inqueue (reserve its minResources)."""
         raise NotImplementedError
 
+    def enqueue_reason(self, ssn: Session, job: JobInfo) -> str:
+        """Not an extension point: explains a REJECT from `job_enqueueable` for the Unschedulable
+        condition, e.g. "queue q1 capability exceeded on cpu". Only called on that cold path."""
+        return f"podgroup rejected by {self.name} at enqueue"
+
     # --- network topology -------------------------------------------------------------------------------
     def hypernode_gradients(self, ssn: Session, job: JobInfo) -> list[list[str]] | None:
         """Hard-topology jobs: candidate HyperNode names grouped in gradients to try in order (narrowest

@@ -243,6 +243,13 @@ class TierDispatch:
     def job_enqueueable_fn(self, job: JobInfo) -> bool:
         return self._vote("job_enqueueable", job)
 
+    def enqueue_reason(self, job: JobInfo) -> str:
+        """Why job_enqueueable_fn said no: the first rejecting plugin's explanation (cold path)."""
+        for plugin in self._flat["job_enqueueable"]:
+            if plugin.job_enqueueable(self, job) == Vote.REJECT:  # type: ignore[arg-type]
+                return plugin.enqueue_reason(self, job)  # type: ignore[arg-type]
+        return "podgroup not admitted by enqueue"
+
     def job_enqueued_fn(self, job: JobInfo) -> None:
         for plugin in self._flat["job_enqueued"]:
             plugin.job_enqueued(self, job)  # type: ignore[arg-type]

@@ -231,6 +231,21 @@ class CapacityPlugin(Plugin):
         fits = all(not ledger.enqueue_shortfall(job.min_resources) for ledger in self.chains[job.queue])
         return Vote.PERMIT if fits else Vote.REJECT
 
+    def enqueue_reason(self, ssn: Session, job: JobInfo) -> str:
+        queue = ssn.queues[job.queue]
+        if self.invalid:
+            return self.invalid
+        if not queue.is_open:
+            return f"queue {queue.name} is {queue.state}"
+        if not self.tree.is_leaf(queue.name):
+            return f"queue {queue.name} is not a leaf queue"
+        assert job.min_resources is not None
+        for ledger in self.chains[job.queue]:
+            shortfall = ledger.enqueue_shortfall(job.min_resources)
+            if shortfall:
+                return f"queue {ledger.name} capability exceeded on {', '.join(shortfall)}"
+        return ""
+
     def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
         if job.min_resources is not None:
             for ledger in self.chains.get(job.queue, ()):

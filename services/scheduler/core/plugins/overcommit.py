@@ -47,6 +47,11 @@ class OvercommitPlugin(Plugin):
             return Vote.PERMIT
         return Vote.REJECT if over_limit(self.admitted, job.min_resources, self.idle) else Vote.PERMIT
 
+    def enqueue_reason(self, ssn: Session, job: JobInfo) -> str:
+        assert job.min_resources is not None
+        over = over_limit(self.admitted, job.min_resources, self.idle)
+        return f"resource in cluster is overused on {', '.join(over)}"
+
     def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
         if job.min_resources is not None:
             self.admitted = self.admitted + job.min_resources

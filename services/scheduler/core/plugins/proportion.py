@@ -128,6 +128,14 @@ class ProportionPlugin(Plugin):
         shortfall = self.ledgers[job.queue].enqueue_shortfall(job.min_resources)
         return Vote.REJECT if shortfall else Vote.PERMIT
 
+    def enqueue_reason(self, ssn: Session, job: JobInfo) -> str:
+        queue = ssn.queues[job.queue]
+        if not queue.is_open:
+            return f"queue {queue.name} is {queue.state}"
+        assert job.min_resources is not None
+        shortfall = self.ledgers[job.queue].enqueue_shortfall(job.min_resources)
+        return f"queue {queue.name} capability exceeded on {', '.join(shortfall)}"
+
     def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
         if job.min_resources is not None:
             self.ledgers[job.queue].admit(job.min_resources)
