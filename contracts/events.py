@@ -91,7 +91,9 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
         ("phase", "conditions"),
         "a PodGroup's scheduling phase or conditions changed (computed by its scheduler, committed here)",
     ),
-    EventType("PlanRejected", "podgroup", BINDER, ("reason", "checked_seq"), "a plan did not fit the ledger"),
+    EventType(
+        "PlanRejected", "podgroup", BINDER, ("reason", "checked_seq", "plan"), "a plan did not fit the ledger"
+    ),
     EventType("NodeNotReady", "node", BINDER, ("last_heartbeat",), "a node's heartbeats stopped"),
     EventType("NodeReady", "node", BINDER, (), "a node's heartbeats resumed"),
     EventType("PodLost", "pod", BINDER, ("node", "reason"), "a pod's node was lost (reason NodeLost)"),

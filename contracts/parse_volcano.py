@@ -108,7 +108,7 @@ def _partition_policy(partition: Fields) -> PartitionPolicy:
 
 def _task(task: Fields) -> TaskSpec:
     return TaskSpec(
-        name=task.string("name", required=True),
+        name=task.string("name"),
         replicas=task.integer("replicas", 1, minimum=0),
         min_available=task.optional_integer("minAvailable", minimum=0),
         template=parse_pod_template(task.section("template")),

@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from services.cli import bench_cmd, simulate_cmd
+from services.admission import validate_cmd
+from services.cli import bench_cmd, simulate_cmd, stack_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     simulate_cmd.register(sub)
     bench_cmd.register(sub)
+    validate_cmd.register(sub)
+    stack_cmd.register(sub)
     return parser
 
 

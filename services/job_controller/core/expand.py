@@ -173,3 +173,8 @@ def pods_for(job: Job, *, created_at: float, retry_count: int = 0) -> list[Pod]:
         for task in job.tasks
         for i in range(task.replicas)
     ]
+
+
+def pod_name(job_name: str, task_name: str, index: int) -> str:
+    """The name `pod_for` gives replica `index` of a task, without building the pod."""
+    return f"{job_name}-{task_name}-{index}"

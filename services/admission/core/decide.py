@@ -1,0 +1,178 @@
+"""Admission's decision for one API request: accept (with the defaulted objects and the events that record
+them) or reject (with every error). A pure function of the request and the cluster context.
+
+Operations: create, update, apply (create or update, whichever fits), delete and command. Only kinds that
+admission records in the log are accepted: Job, Queue, PriorityClass and HyperNode specs, and Commands.
+Nodes register themselves through their node agent, and Pods and PodGroups are made by the job-controller
+from Jobs, so the API turns those kinds away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+from contracts.codec import encode, encode_object
+from contracts.errors import FieldError
+from contracts.objects import CLUSTER_SCOPED, ApiObject, Command, Job, JobStatus, Queue, QueueStatus
+from services.admission.core.admit import admit, describe, validate_meta
+from services.admission.core.command_rules import target_key, validate_command
+from services.admission.core.context import ClusterContext
+from services.admission.core.queue_hierarchy import validate_queue_delete
+
+CREATE, UPDATE, APPLY, DELETE, COMMAND = "create", "update", "apply", "delete", "command"
+OPERATIONS = (CREATE, UPDATE, APPLY, DELETE, COMMAND)
+
+# kind -> (event on create, event on update)
+APPLIED_EVENTS: Mapping[str, tuple[str, str]] = {
+    "Job": ("JobSubmitted", "JobUpdated"),
+    "Queue": ("QueueApplied", "QueueApplied"),
+    "PriorityClass": ("PriorityClassApplied", "PriorityClassApplied"),
+    "HyperNode": ("HyperNodeApplied", "HyperNodeApplied"),
+}
+DELETED_EVENTS: Mapping[str, str] = {
+    "Job": "JobDeleted",
+    "Queue": "QueueDeleted",
+    "PriorityClass": "PriorityClassDeleted",
+    "HyperNode": "HyperNodeDeleted",
+}
+_MADE_ELSEWHERE = {
+    "Node": "nodes register themselves through their node agent",
+    "Pod": "pods are created by the job-controller from Jobs; submit a Job",
+    "PodGroup": "PodGroups are created by the job-controller from Jobs; submit a Job",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """`object` for create/update/apply and command (a Command); `kind`, `namespace`, `name` for delete.
+    `source` is set for manifests from the intake stream, whose rejection must itself be recorded (nobody
+    waits for a reply); `document` names the document in errors (default "<Kind> <key>")."""
+
+    operation: str
+    object: ApiObject | None = None
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    source: str = ""
+    document: str = ""
+
+
+class Emit(NamedTuple):
+    """An event admission is to append: its type (contracts.events), the object it is about, its payload."""
+
+    type: str
+    object: ApiObject
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    accepted: bool
+    objects: tuple[ApiObject, ...] = ()
+    events: tuple[Emit, ...] = ()
+    errors: tuple[FieldError, ...] = ()
+
+
+def decide(request: Request, context: ClusterContext) -> Decision:
+    if request.operation == DELETE:
+        return _delete(request, context)
+    obj = request.object
+    if request.operation not in OPERATIONS:
+        message = f"expected one of {', '.join(OPERATIONS)}, got {request.operation!r}"
+        return _reject(request, [FieldError(request.document or "request", "operation", message)])
+    if obj is None:
+        return _reject(
+            request, [FieldError(request.document or "request", "", "the request carries no object")]
+        )
+    if request.operation == COMMAND or isinstance(obj, Command):
+        return _command(request, obj, context)
+    return _write(request, obj, context)
+
+
+def _reject(request: Request, errors: list[FieldError]) -> Decision:
+    events: tuple[Emit, ...] = ()
+    if request.source and request.object is not None:
+        payload = {"errors": [encode(e) for e in errors], "source": request.source}
+        events = (Emit("ManifestRejected", request.object, payload),)
+    return Decision(False, events=events, errors=tuple(errors))
+
+
+def _write(request: Request, obj: ApiObject, context: ClusterContext) -> Decision:
+    document = request.document or describe(obj)
+    if obj.kind not in APPLIED_EVENTS:
+        reason = _MADE_ELSEWHERE.get(obj.kind, "admission does not store this kind")
+        return _reject(
+            request, [FieldError(document, "kind", f"{obj.kind} objects are not accepted: {reason}")]
+        )
+    old = context.existing(obj.kind, obj.meta.namespace, obj.meta.name)
+    if request.operation == CREATE and old is not None:
+        message = f"{obj.kind} {obj.meta.key!r} already exists (apply or update it instead)"
+        return _reject(request, [FieldError(document, "metadata.name", message)])
+    if request.operation == UPDATE and old is None:
+        return _reject(
+            request, [FieldError(document, "metadata.name", f"{obj.kind} {obj.meta.key!r} not found")]
+        )
+    admitted = admit(obj, context, document, old)
+    if admitted.errors:
+        return _reject(request, list(admitted.errors))
+    new = _fresh(admitted.object) if old is None else _carry(old, admitted.object)
+    if new == old:
+        return Decision(True, objects=(new,))  # re-applying an unchanged object records nothing
+    event = APPLIED_EVENTS[obj.kind][0 if old is None else 1]
+    return Decision(True, objects=(new,), events=(Emit(event, new, {"object": encode_object(new)}),))
+
+
+def _fresh(obj: ApiObject) -> ApiObject:
+    """A new object's status is its controller's to write; a queue keeps the state it asks for."""
+    if isinstance(obj, Job):
+        return replace(obj, status=JobStatus())
+    if isinstance(obj, Queue):
+        return replace(obj, status=QueueStatus(state=obj.status.state))
+    return obj
+
+
+def _carry(old: ApiObject, new: ApiObject) -> ApiObject:
+    """An update keeps the object's identity and its controller-owned status."""
+    meta = replace(new.meta, uid=old.meta.uid, creation_timestamp=old.meta.creation_timestamp)
+    if isinstance(new, Job | Queue):
+        return replace(new, meta=meta, status=old.status)  # type: ignore[union-attr]
+    return replace(new, meta=meta)
+
+
+def _delete(request: Request, context: ClusterContext) -> Decision:
+    kind = request.kind
+    namespace = "" if kind in CLUSTER_SCOPED else request.namespace or "default"
+    key = f"{namespace}/{request.name}" if namespace else request.name
+    document = request.document or f"{kind} {key}"
+    if kind not in DELETED_EVENTS:
+        return _reject(
+            request, [FieldError(document, "kind", f"{kind or 'an empty kind'} objects cannot be deleted")]
+        )
+    existing = context.existing(kind, namespace, request.name)
+    if kind == "Queue":
+        errors = validate_queue_delete(request.name, context, document)
+    elif existing is None:
+        errors = [FieldError(document, "metadata.name", f"{kind} {key!r} not found")]
+    else:
+        errors = []
+    if errors or existing is None:
+        return _reject(request, errors)
+    return Decision(True, objects=(existing,), events=(Emit(DELETED_EVENTS[kind], existing, {}),))
+
+
+def _command(request: Request, obj: ApiObject, context: ClusterContext) -> Decision:
+    document = request.document or describe(obj)
+    if not isinstance(obj, Command):
+        return _reject(request, [FieldError(document, "kind", f"expected a Command, got {obj.kind}")])
+    command = obj
+    if not command.meta.name and command.target is not None:
+        # vcctl names commands after their target and action (it adds a random suffix; ids dedupe here)
+        name = f"{command.target.name}-{command.action.lower()}"
+        command = replace(command, meta=replace(command.meta, name=name))
+    errors = validate_meta(command, document) + validate_command(command, context, document)
+    if errors or command.target is None:  # (validate_command reports a missing target)
+        return _reject(request, errors)
+    payload = {"action": command.action, "target_kind": command.target.kind, "target": target_key(command)}
+    return Decision(True, objects=(command,), events=(Emit("CommandIssued", command, payload),))

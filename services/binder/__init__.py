@@ -1,0 +1,1 @@
+"""The binder: the single committer of placements (leader + standbys). Its decisions are in `core`."""

@@ -1,0 +1,199 @@
+"""The binder as a Core: the ledger and liveness folded from the log, plans checked and committed (pure).
+
+Plans do not come from the log but from the plans stream, through `submit_plan`. An accepted plan's
+events are published as one atomic batch (a gang lands whole or not at all) and folded into the ledger at
+once, so the next plan is checked against it before its events come back from the log; they then fold
+again without effect (see ledger). Until every event of an accepted plan has come back, `reconcile`
+returns them again: a crash between accepting a plan and publishing it only delays its events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from services.binder.core import liveness as live
+from services.binder.core.ledger import (
+    Ledger,
+    apply_event,
+    fold_fact,
+    ledger_from_plain,
+    ledger_to_plain,
+    object_key,
+    split_key,
+)
+from services.binder.core.verify import Verdict, verify
+from services.scheduler.plans import PlanMessage, plan_from_plain, plan_to_plain, update_to_plain
+from shared.runner_types import Event, Output, deterministic_id
+
+BINDER = live.BINDER
+
+
+@dataclass(slots=True)
+class BinderState:
+    ledger: Ledger = field(default_factory=Ledger)
+    liveness: live.Liveness = field(default_factory=live.Liveness)
+    # accepted plans whose events have not all come back from the log: plan id -> (plan, ids awaited)
+    inflight: dict[str, tuple[PlanMessage, set[str]]] = field(default_factory=dict)
+    awaited: dict[str, str] = field(default_factory=dict)  # index: output id -> plan id
+
+    def await_plan(self, plan: PlanMessage, ids: set[str]) -> None:
+        self.inflight[plan.plan_id] = (plan, ids)
+        self.awaited.update((i, plan.plan_id) for i in ids)
+
+    def arrived(self, event_id: str) -> None:
+        pid = self.awaited.pop(event_id, None)
+        if pid is None:
+            return
+        ids = self.inflight[pid][1]
+        ids.discard(event_id)
+        if not ids:
+            del self.inflight[pid]
+
+
+def plan_outputs(plan: PlanMessage) -> list[Output]:
+    """An accepted plan's events, all in the batch named by the plan id."""
+    pid = plan.plan_id
+    outputs = []
+    for bind in plan.binds:
+        namespace, name = split_key(bind.task)
+        outputs.append(
+            Output(
+                type="PodBound",
+                kind="pod",
+                namespace=namespace,
+                name=name,
+                id=deterministic_id(BINDER, "PodBound", bind.task, bind.node, pid),
+                correlation_id=bind.job,
+                payload={"node": bind.node, "plan": pid},
+                causation_id=pid,
+                batch=pid,
+            )
+        )
+    for eviction in plan.evictions:
+        namespace, name = split_key(eviction.task)
+        outputs.append(
+            Output(
+                type="PodEvicting",
+                kind="pod",
+                namespace=namespace,
+                name=name,
+                id=deterministic_id(BINDER, "PodEvicting", eviction.task, eviction.node, pid),
+                correlation_id=eviction.job,
+                payload={"node": eviction.node, "reason": eviction.reason, "plan": pid},
+                causation_id=pid,
+                batch=pid,
+            )
+        )
+    for key, update in plan.podgroups.items():
+        namespace, name = split_key(key)
+        outputs.append(
+            Output(
+                type="PodGroupStatusChanged",
+                kind="podgroup",
+                namespace=namespace,
+                name=name,
+                id=deterministic_id(BINDER, "PodGroupStatusChanged", key, pid),
+                correlation_id=key,
+                payload={**update_to_plain(update), "plan": pid},
+                causation_id=pid,
+                batch=pid,
+            )
+        )
+    return outputs
+
+
+def rejection(plan: PlanMessage, verdict: Verdict) -> Output:
+    """Addressed to the plan's PodGroup, so the replica that owns it (and sent the plan) sees it."""
+    namespace, name = split_key(plan.subject)
+    return Output(
+        type="PlanRejected",
+        kind="podgroup",
+        namespace=namespace,
+        name=name,
+        id=deterministic_id(BINDER, "PlanRejected", plan.plan_id),
+        correlation_id=plan.subject,
+        payload={
+            "reason": verdict.reason,
+            "checked_seq": verdict.checked_seq,
+            "plan": plan.plan_id,
+            "replica": plan.replica,
+        },
+        causation_id=plan.plan_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BinderCore:
+    node_timeout_s: float = live.DEFAULT_NODE_TIMEOUT_S
+    name: str = BINDER
+
+    def initial(self) -> BinderState:
+        return BinderState()
+
+    def apply(self, state: BinderState, event: Event) -> BinderState:
+        apply_event(state.ledger, event)
+        state.arrived(event.id)
+        return state
+
+    def reconcile(self, state: BinderState, now: float) -> list[Output]:
+        outputs = live.reconcile(state.ledger, state.liveness, now, self.node_timeout_s)
+        for plan, ids in state.inflight.values():
+            outputs.extend(o for o in plan_outputs(plan) if o.id in ids)
+        return outputs
+
+    def submit_plan(
+        self, state: BinderState, plan: PlanMessage, now: float
+    ) -> tuple[BinderState, list[Output]]:
+        """Check a plan and commit it (its events, folded into the ledger now) or reject it."""
+        if plan.plan_id in state.inflight:  # redelivered while its events are on their way
+            return state, []
+        verdict = self._check(state, plan, now)
+        if not verdict.accepted:
+            return state, [rejection(plan, verdict)]
+        outputs = plan_outputs(plan)
+        for output in outputs:
+            fold_fact(state.ledger, output.type, object_key(output.namespace, output.name), output.payload)
+        state.await_plan(plan, {o.id for o in outputs})
+        return state, outputs
+
+    def _check(self, state: BinderState, plan: PlanMessage, now: float) -> Verdict:
+        """The ledger's verdict, and no binds to a node that went silent and is not yet marked NotReady."""
+        for bind in plan.binds:
+            node = state.ledger.nodes.get(bind.node)
+            if node is not None and live.is_stale(state.liveness, bind.node, node, now, self.node_timeout_s):
+                silent = now - live.last_sign_of_life(state.liveness, bind.node, node)
+                return Verdict(False, f"node {bind.node} silent for {silent:.1f}s", state.ledger.seq)
+        return verify(state.ledger, plan)
+
+    def heartbeat(self, state: BinderState, node: str, now: float) -> BinderState:
+        live.heartbeat(state.liveness, node, now)
+        return state
+
+    def watch_from(self, state: BinderState, now: float) -> BinderState:
+        """Call on start-up and on taking over: heartbeats are not in the log, so the new leader has heard
+        none yet and gives every node a full timeout."""
+        live.watch_from(state.liveness, now)
+        return state
+
+    def dump(self, state: BinderState) -> bytes:
+        data = {
+            "ledger": ledger_to_plain(state.ledger),
+            "heartbeats": state.liveness.heartbeats,
+            "watching_since": state.liveness.watching_since,
+            "inflight": [[plan_to_plain(plan), sorted(ids)] for plan, ids in state.inflight.values()],
+        }
+        return msgpack.packb(data, use_bin_type=True)
+
+    def load(self, data: bytes) -> BinderState:
+        raw: Mapping[str, Any] = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        state = BinderState(
+            ledger=ledger_from_plain(raw["ledger"]),
+            liveness=live.Liveness(dict(raw["heartbeats"]), raw["watching_since"]),
+        )
+        for plain, ids in raw["inflight"]:
+            state.await_plan(plan_from_plain(plain), set(ids))
+        return state

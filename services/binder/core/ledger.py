@@ -1,0 +1,271 @@
+"""The binder's ledger: the authoritative accounting of nodes, pods and queues, folded from the log.
+
+Usage is derived from each pod's record: a pod on a node in an active phase uses that node's resources
+and one of its pod slots; one that is also not terminating counts in its queue's allocation (as in the
+scheduler, whose idle and queue figures leave Releasing pods out). Every change removes the pod's old
+contribution and adds the new one, so folding the same fact twice (the binder's optimistic application
+of its own outputs, then the same event from the log) changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from contracts.codec import decode_object
+from contracts.objects import Node, Pod, PodGroup, Queue
+from contracts.resources import CPU, MEMORY, PODS
+from services.scheduler.core.snapshot import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
+from shared.runner_types import Event
+
+DEFAULT_MAX_PODS = 110
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(slots=True)
+class NodeEntry:
+    allocatable: dict[str, int]
+    max_pods: int
+    ready: bool = True
+    unschedulable: bool = False
+    used: dict[str, int] = field(default_factory=dict)
+    pods: set[str] = field(default_factory=set)  # keys of the pods using it
+    registered_at: float = 0.0
+    # seqs of the events that last made it Ready and NotReady: they name liveness facts (output ids)
+    ready_seq: int = 0
+    not_ready_seq: int = 0
+
+
+@dataclass(slots=True)
+class PodEntry:
+    requests: dict[str, int]
+    queue: str
+    podgroup: str
+    node: str = ""
+    phase: str = "Pending"
+    terminating: bool = False
+
+    @property
+    def on_node(self) -> bool:
+        return bool(self.node) and self.phase not in FINISHED_PHASES
+
+    @property
+    def allocated(self) -> bool:
+        return self.on_node and not self.terminating
+
+
+@dataclass(slots=True)
+class Ledger:
+    seq: int = 0  # the last event folded: what a verdict was checked against
+    nodes: dict[str, NodeEntry] = field(default_factory=dict)
+    pods: dict[str, PodEntry] = field(default_factory=dict)
+    podgroups: dict[str, str] = field(default_factory=dict)  # key -> queue
+    # queue -> the dimensions its capability caps; queues without a cap are absent
+    capabilities: dict[str, dict[str, int]] = field(default_factory=dict)
+    queue_allocated: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def object_key(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    namespace, _, name = key.rpartition("/")
+    return namespace or None, name
+
+
+def capped_dimensions(queue: Queue) -> dict[str, int]:
+    """Volcano reads cpu or memory <= 0 in a capability as unlimited; other named dimensions are caps."""
+    return {d: v for d, v in (queue.capability or {}).items() if not (d in (CPU, MEMORY) and v <= 0)}
+
+
+# --- folding -------------------------------------------------------------------------------------------
+
+
+def apply_event(ledger: Ledger, event: Event) -> None:
+    ledger.seq = max(ledger.seq, event.seq)
+    node_handler = _NODE_EVENTS.get(event.type)
+    if node_handler is not None:
+        node_handler(ledger, event)
+    else:
+        fold_fact(ledger, event.type, object_key(event.namespace, event.name), event.payload)
+
+
+def fold_fact(ledger: Ledger, event_type: str, key: str, payload: Mapping[str, Any]) -> None:
+    """Fold an event that does not depend on its seq or time (the binder's own outputs are among them)."""
+    handler = _FACTS.get(event_type)
+    if handler is not None:
+        handler(ledger, key, payload)
+
+
+def _account(ledger: Ledger, key: str, pod: PodEntry, sign: int) -> None:
+    if pod.on_node:
+        node = ledger.nodes.get(pod.node)
+        if node is not None:
+            _add(node.used, pod.requests, sign)
+            if sign > 0:
+                node.pods.add(key)
+            else:
+                node.pods.discard(key)
+    if pod.allocated:
+        _add(ledger.queue_allocated.setdefault(pod.queue, {}), pod.requests, sign)
+
+
+def _add(total: dict[str, int], requests: Mapping[str, int], sign: int) -> None:
+    for dim, value in requests.items():
+        total[dim] = total.get(dim, 0) + sign * value
+
+
+def _set_pod(ledger: Ledger, key: str, pod: PodEntry | None) -> None:
+    old = ledger.pods.pop(key, None)
+    if old is not None:
+        _account(ledger, key, old, -1)
+    if pod is not None:
+        ledger.pods[key] = pod
+        _account(ledger, key, pod, +1)
+
+
+def _change_pod(*, places: bool = False, **changes: Any) -> Callable[[Ledger, str, Mapping[str, Any]], None]:
+    """A handler setting the given fields of a known pod; `places`: the event's node is where the pod is
+    (a bind, or a node agent's phase report, which may come before the ledger saw a bind)."""
+
+    def handle(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
+        pod = ledger.pods.get(key)
+        if pod is None:
+            return
+        _account(ledger, key, pod, -1)
+        if places and payload.get("node"):
+            pod.node = payload["node"]
+        for name, value in changes.items():
+            setattr(pod, name, value)
+        _account(ledger, key, pod, +1)
+
+    return handle
+
+
+def _pod_created(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
+    pod = decode_object(payload["object"])
+    if not isinstance(pod, Pod):
+        raise ValueError(f"PodCreated {key}: payload holds a {pod.kind}")
+    group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+    podgroup = f"{pod.meta.namespace}/{group}" if group else ""
+    queue = ledger.podgroups.get(podgroup) or pod.meta.annotations.get(QUEUE_NAME_ANNOTATION, DEFAULT_QUEUE)
+    entry = PodEntry(
+        requests=dict(pod.spec.effective_requests()),
+        queue=queue,
+        podgroup=podgroup,
+        node=pod.spec.node_name,
+        phase=pod.status.phase,
+        terminating=pod.meta.deletion_timestamp is not None,
+    )
+    _set_pod(ledger, key, entry)
+
+
+def _podgroup_created(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
+    pg = decode_object(payload["object"])
+    if not isinstance(pg, PodGroup):
+        raise ValueError(f"PodGroupCreated {key}: payload holds a {pg.kind}")
+    ledger.podgroups[key] = pg.queue
+
+
+def _queue_applied(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
+    queue = decode_object(payload["object"])
+    if not isinstance(queue, Queue):
+        raise ValueError(f"QueueApplied {key}: payload holds a {queue.kind}")
+    caps = capped_dimensions(queue)
+    if caps:
+        ledger.capabilities[key] = caps
+    else:
+        ledger.capabilities.pop(key, None)
+
+
+_FACTS: Mapping[str, Callable[[Ledger, str, Mapping[str, Any]], None]] = {
+    "QueueApplied": _queue_applied,
+    "QueueDeleted": lambda ledger, key, _: ledger.capabilities.pop(key, None),
+    "PodGroupCreated": _podgroup_created,
+    "PodGroupDeleted": lambda ledger, key, _: ledger.podgroups.pop(key, None),
+    "PodCreated": _pod_created,
+    "PodBound": _change_pod(places=True),
+    "PodRunning": _change_pod(places=True, phase="Running"),
+    "PodSucceeded": _change_pod(places=True, phase="Succeeded"),
+    "PodFailed": _change_pod(places=True, phase="Failed"),
+    # the node's processes are gone with it (Kubernetes' pod GC marks such pods Failed, NodeLost)
+    "PodLost": _change_pod(phase="Failed"),
+    "PodEvicting": _change_pod(terminating=True),
+    "PodDeletionRequested": _change_pod(terminating=True),
+    "PodTerminated": lambda ledger, key, _: _set_pod(ledger, key, None),
+}
+
+
+def _node_registered(ledger: Ledger, event: Event) -> None:
+    node = decode_object(event.payload["object"])
+    if not isinstance(node, Node):
+        raise ValueError(f"NodeRegistered {event.name}: payload holds a {node.kind}")
+    allocatable = dict(node.allocatable or node.capacity)
+    entry = ledger.nodes.get(event.name)
+    if entry is None:  # a re-registration keeps the usage of the pods already there
+        entry = ledger.nodes[event.name] = NodeEntry(allocatable, 0)
+    entry.allocatable = allocatable
+    entry.max_pods = allocatable.get(PODS, DEFAULT_MAX_PODS * 1000) // 1000
+    entry.ready = node.ready
+    entry.unschedulable = node.unschedulable
+    entry.registered_at = event.time
+    if node.ready:
+        entry.ready_seq = event.seq
+
+
+def _node_ready(ledger: Ledger, event: Event) -> None:
+    entry = ledger.nodes.get(event.name)
+    if entry is not None:
+        entry.ready = True
+        entry.ready_seq = event.seq
+
+
+def _node_not_ready(ledger: Ledger, event: Event) -> None:
+    entry = ledger.nodes.get(event.name)
+    if entry is not None:
+        entry.ready = False
+        entry.not_ready_seq = event.seq
+
+
+_NODE_EVENTS: Mapping[str, Callable[[Ledger, Event], None]] = {
+    "NodeRegistered": _node_registered,
+    "NodeReady": _node_ready,
+    "NodeNotReady": _node_not_ready,
+}
+
+
+# --- checkpoint form -----------------------------------------------------------------------------------
+
+
+def ledger_to_plain(ledger: Ledger) -> dict[str, Any]:
+    return {
+        "seq": ledger.seq,
+        "nodes": {name: _row(entry) for name, entry in ledger.nodes.items()},
+        "pods": {key: _row(entry) for key, entry in ledger.pods.items()},
+        "podgroups": ledger.podgroups,
+        "capabilities": ledger.capabilities,
+        "queue_allocated": ledger.queue_allocated,
+    }
+
+
+def ledger_from_plain(data: Mapping[str, Any]) -> Ledger:
+    return Ledger(
+        seq=data["seq"],
+        nodes={name: _node_from_row(row) for name, row in data["nodes"].items()},
+        pods={key: PodEntry(*row) for key, row in data["pods"].items()},
+        podgroups=dict(data["podgroups"]),
+        capabilities={q: dict(caps) for q, caps in data["capabilities"].items()},
+        queue_allocated={q: dict(total) for q, total in data["queue_allocated"].items()},
+    )
+
+
+def _row(entry: Any) -> list[Any]:
+    return [sorted(v) if isinstance(v, set) else v for v in (getattr(entry, f.name) for f in fields(entry))]
+
+
+def _node_from_row(row: list[Any]) -> NodeEntry:
+    entry = NodeEntry(*row)
+    entry.pods = set(entry.pods)
+    return entry

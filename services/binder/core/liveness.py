@@ -1,0 +1,105 @@
+"""Node liveness from heartbeats (pure): heartbeats are not events, so only the binder that receives
+them knows them; what it concludes is written as events (`NodeNotReady`, `PodLost`, `NodeReady`).
+
+A node is stale when its latest sign of life (a heartbeat, its registration, or the moment this binder
+started watching) is older than the timeout. Starting to watch counts as a sign of life because
+heartbeats are not in the log: a binder that just took over has heard nothing yet, and must give every
+node a full timeout before declaring it lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from services.binder.core.ledger import Ledger, NodeEntry, split_key
+from shared.runner_types import Output, deterministic_id
+
+BINDER = "binder"
+DEFAULT_NODE_TIMEOUT_S = 10.0
+NODE_LOST = "NodeLost"
+
+
+@dataclass(slots=True)
+class Liveness:
+    heartbeats: dict[str, float] = field(default_factory=dict)  # node -> time of its latest heartbeat
+    watching_since: float = 0.0
+
+
+def heartbeat(liveness: Liveness, node: str, now: float) -> None:
+    liveness.heartbeats[node] = max(now, liveness.heartbeats.get(node, now))
+
+
+def watch_from(liveness: Liveness, now: float) -> None:
+    """Call when this process starts tracking heartbeats (start-up, or taking over as leader)."""
+    liveness.watching_since = now
+
+
+def last_sign_of_life(liveness: Liveness, name: str, node: NodeEntry) -> float:
+    return max(liveness.heartbeats.get(name, 0.0), node.registered_at, liveness.watching_since)
+
+
+def is_stale(liveness: Liveness, name: str, node: NodeEntry, now: float, timeout_s: float) -> bool:
+    return now - last_sign_of_life(liveness, name, node) > timeout_s
+
+
+def heard_from(liveness: Liveness, name: str, now: float, timeout_s: float) -> bool:
+    """A heartbeat within the timeout: only a heartbeat, not a restart of this binder, revives a node."""
+    beat = liveness.heartbeats.get(name)
+    return beat is not None and now - beat <= timeout_s
+
+
+def reconcile(ledger: Ledger, liveness: Liveness, now: float, timeout_s: float) -> list[Output]:
+    """What the log should say about node readiness and is not saying yet: a stale Ready node becomes
+    NotReady and every pod still on it is lost; a NotReady node heard from again becomes Ready."""
+    outputs: list[Output] = []
+    for name, node in ledger.nodes.items():
+        # named by the Ready period that ended, so the ids are the same before and after it lands
+        not_ready_id = deterministic_id(BINDER, "NodeNotReady", name, node.ready_seq)
+        if node.ready:
+            if not is_stale(liveness, name, node, now, timeout_s):
+                continue
+            outputs.append(
+                Output(
+                    type="NodeNotReady",
+                    kind="node",
+                    namespace=None,
+                    name=name,
+                    id=not_ready_id,
+                    correlation_id=name,
+                    payload={"last_heartbeat": last_sign_of_life(liveness, name, node)},
+                )
+            )
+        elif heard_from(liveness, name, now, timeout_s):
+            outputs.append(
+                Output(
+                    type="NodeReady",
+                    kind="node",
+                    namespace=None,
+                    name=name,
+                    id=deterministic_id(BINDER, "NodeReady", name, node.not_ready_seq),
+                    correlation_id=name,
+                )
+            )
+            continue
+        outputs.extend(_lost_pods(ledger, name, node, not_ready_id))
+    return outputs
+
+
+def _lost_pods(ledger: Ledger, name: str, node: NodeEntry, cause: str) -> list[Output]:
+    outputs = []
+    for key in sorted(node.pods):
+        pod = ledger.pods[key]
+        namespace, pod_name = split_key(key)
+        outputs.append(
+            Output(
+                type="PodLost",
+                kind="pod",
+                namespace=namespace,
+                name=pod_name,
+                id=deterministic_id(BINDER, "PodLost", key, name, node.ready_seq),
+                correlation_id=pod.podgroup or key,
+                payload={"node": name, "reason": NODE_LOST},
+                causation_id=cause,
+            )
+        )
+    return outputs

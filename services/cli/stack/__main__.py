@@ -1,0 +1,25 @@
+"""The detached supervisor process behind `lahar up -d`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+
+from services.cli.stack.layout import lahar_home
+from services.cli.stack.supervisor import Supervisor, service_specs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m services.cli.stack")
+    parser.add_argument("--home")
+    parser.add_argument("--sim-nodes", type=int, default=0)
+    parser.add_argument("--replicas", type=int, default=1)
+    args = parser.parse_args()
+    specs = service_specs(args.sim_nodes, socket.gethostname(), args.replicas)
+    return asyncio.run(Supervisor(lahar_home(args.home), specs).run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

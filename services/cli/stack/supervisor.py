@@ -1,0 +1,146 @@
+"""The local stack's supervisor: owns nats-server, etcd and every service process.
+
+It starts them in dependency order on free loopback ports, waits until each reports healthy, records the
+stack in `stack.json`, and on SIGTERM/SIGINT stops them in reverse order (SIGTERM to each process group,
+SIGKILL after a grace period) before removing the record. Everything it starts, it stops, by PID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from services.cli.stack.layout import RunningService, ServiceSpec, StackState
+from shared.servers import EtcdServer, NatsServer, free_port
+
+STOP_GRACE_S = 10.0
+HEALTH_TIMEOUT_S = 60.0
+
+
+def service_specs(sim_nodes: int, node_name: str, replicas: int) -> list[ServiceSpec]:
+    if sim_nodes:
+        agent = ServiceSpec(
+            "node-agent", "services.node_agent", ("--runtime", "sim", "--sim-nodes", str(sim_nodes))
+        )
+    else:
+        agent = ServiceSpec(
+            "node-agent", "services.node_agent", ("--runtime", "process", "--node-name", node_name)
+        )
+    schedulers = [
+        ServiceSpec(f"scheduler-{i}", "services.scheduler", ("--replica-id", f"scheduler-{i}"))
+        for i in range(replicas)
+    ]
+    return [
+        ServiceSpec("admission", "services.admission"),
+        ServiceSpec("queue-controller", "services.queue_controller"),
+        ServiceSpec("job-controller", "services.job_controller"),
+        ServiceSpec("binder", "services.binder"),
+        *schedulers,
+        agent,
+    ]
+
+
+def service_healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1.0) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+class Supervisor:
+    def __init__(
+        self, home: Path, specs: list[ServiceSpec], on_ready: Callable[[StackState], None] | None = None
+    ) -> None:
+        self.on_ready = on_ready
+        self.home = home
+        self.specs = specs
+        self.state = StackState(supervisor_pid=os.getpid(), home=str(home))
+        self.nats: NatsServer | None = None
+        self.etcd: EtcdServer | None = None
+        self.processes: dict[str, asyncio.subprocess.Process] = {}
+        self.stopping = asyncio.Event()
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stopping.set)
+        try:
+            await self._start()
+        except Exception as exc:  # the error goes to stack.json so `lahar up` can show it
+            self.state.error = str(exc)
+            self.state.write(self.home)
+            await self._stop()
+            return 1
+        if self.on_ready is not None:
+            self.on_ready(self.state)
+        await self.stopping.wait()
+        await self._stop()
+        return 0
+
+    async def _start(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.state.write(self.home)
+        self.nats = await NatsServer.astart_in(self.home / "nats")
+        self.etcd = await EtcdServer.astart_in(self.home / "etcd")
+        self.state.nats_url = self.nats.url
+        self.state.nats_pid = self.nats.pid
+        self.state.etcd_endpoint = f"{self.etcd.host}:{self.etcd.port}"
+        self.state.etcd_pid = self.etcd.pid
+        self.state.write(self.home)
+        logs = self.home / "logs"
+        logs.mkdir(exist_ok=True)
+        for spec in self.specs:
+            await self._spawn(spec, logs)
+        self.state.ready = True
+        self.state.write(self.home)
+
+    async def _spawn(self, spec: ServiceSpec, logs: Path) -> None:
+        port = free_port()
+        log_path = logs / f"{spec.name}.log"
+        data_dir = self.home / "data" / spec.name
+        data_dir.mkdir(parents=True, exist_ok=True)
+        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, data_dir)
+        with log_path.open("ab") as log:
+            process = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        self.processes[spec.name] = process
+        self.state.services.append(RunningService(spec.name, process.pid, port, str(log_path)))
+        self.state.write(self.home)
+        deadline = time.monotonic() + HEALTH_TIMEOUT_S
+        while not await asyncio.to_thread(service_healthy, port):
+            if process.returncode is not None:
+                raise RuntimeError(f"{spec.name} exited with code {process.returncode}; see {log_path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{spec.name} not healthy within {HEALTH_TIMEOUT_S:.0f}s; see {log_path}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 0.1)
+
+    async def _stop(self) -> None:
+        for name in reversed(list(self.processes)):
+            await _terminate(self.processes[name])
+        for server in (self.nats, self.etcd):
+            if server is not None:
+                await server.astop()
+        with contextlib.suppress(FileNotFoundError):
+            (self.home / "stack.json").unlink()
+
+
+async def _terminate(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()

@@ -1,0 +1,140 @@
+"""`lahar up`, `lahar down`, `lahar status`: the whole stack on this machine, on loopback."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from services.cli.stack.layout import StackState, lahar_home, process_alive
+from services.cli.stack.supervisor import Supervisor, service_healthy, service_specs
+
+UP_TIMEOUT_S = 120.0
+DOWN_TIMEOUT_S = 60.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    up = sub.add_parser("up", help="start nats-server, etcd and every service locally")
+    up.add_argument("-d", "--detach", action="store_true", help="run in the background")
+    up.add_argument("--sim-nodes", type=int, default=0, help="N hollow nodes instead of this machine")
+    up.add_argument("--replicas", type=int, default=1, help="scheduler replicas (default 1)")
+    up.add_argument("--home", help="state directory (default $LAHAR_HOME or ~/.lahar)")
+    up.set_defaults(handler=run_up)
+    down = sub.add_parser("down", help="stop the local stack")
+    down.add_argument("--home")
+    down.set_defaults(handler=run_down)
+    status = sub.add_parser("status", help="show the local stack and its health")
+    status.add_argument("--home")
+    status.set_defaults(handler=run_status)
+
+
+def _running(home) -> StackState | None:
+    state = StackState.read(home)
+    return state if state is not None and process_alive(state.supervisor_pid) else None
+
+
+def describe(state: StackState) -> str:
+    lines = [f"nats      {state.nats_url}", f"etcd      http://{state.etcd_endpoint}"]
+    for service in state.services:
+        lines.append(
+            f"{service.name:<18} pid {service.pid:<8} http://127.0.0.1:{service.metrics_port}/metrics"
+        )
+    lines.append(f"logs      {state.home}/logs/")
+    return "\n".join(lines)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    home = lahar_home(args.home)
+    if _running(home) is not None:
+        print(
+            f"lahar up: a stack is already running from {home} (lahar status / lahar down)", file=sys.stderr
+        )
+        return 1
+    if not args.detach:
+        specs = service_specs(args.sim_nodes, socket.gethostname(), args.replicas)
+
+        def ready(state: StackState) -> None:
+            print(describe(state) + "\nready; Ctrl-C stops the stack", flush=True)
+
+        return asyncio.run(Supervisor(home, specs, on_ready=ready).run())
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "supervisor.log").open("ab") as log:
+        command = [sys.executable, "-m", "services.cli.stack", "--home", str(home)]
+        command += ["--sim-nodes", str(args.sim_nodes), "--replicas", str(args.replicas)]
+        supervisor = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+        )
+    deadline = time.monotonic() + UP_TIMEOUT_S
+    shown = 0
+    while time.monotonic() < deadline:
+        state = StackState.read(home)
+        if state is not None and state.supervisor_pid == supervisor.pid:
+            if state.error:
+                print(f"lahar up: {state.error}", file=sys.stderr)
+                return 1
+            if state.ready:
+                print(describe(state))
+                return 0
+            if len(state.services) > shown:
+                shown = len(state.services)
+                print(f"starting {state.services[-1].name} ...", file=sys.stderr, flush=True)
+        if supervisor.poll() is not None:
+            print(
+                f"lahar up: the supervisor exited ({supervisor.returncode}); see {home}/supervisor.log",
+                file=sys.stderr,
+            )
+            return 1
+        time.sleep(0.2)
+    print(f"lahar up: not ready within {UP_TIMEOUT_S:.0f}s; see {home}/logs/", file=sys.stderr)
+    return 1
+
+
+def run_down(args: argparse.Namespace) -> int:
+    home = lahar_home(args.home)
+    state = StackState.read(home)
+    if state is None or not process_alive(state.supervisor_pid):
+        print("no stack is running")
+        return 0
+    os.kill(state.supervisor_pid, signal.SIGTERM)
+    deadline = time.monotonic() + DOWN_TIMEOUT_S
+    while process_alive(state.supervisor_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if process_alive(state.supervisor_pid):
+        # the supervisor is stuck: stop what it started ourselves, by the PIDs it recorded
+        for pid in [s.pid for s in state.services] + [state.nats_pid, state.etcd_pid, state.supervisor_pid]:
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL) if pid != state.supervisor_pid else os.kill(
+                        pid, signal.SIGKILL
+                    )
+        print("stack stopped (forced)")
+        return 1
+    print("stack stopped")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    state = _running(lahar_home(args.home))
+    if state is None:
+        print("no stack is running")
+        return 1
+    print(f"{'SERVICE':<18} {'PID':<8} {'STATE':<10} ENDPOINT")
+    all_ok = True
+    for service in state.services:
+        alive = process_alive(service.pid)
+        healthy = alive and service_healthy(service.metrics_port)
+        all_ok &= healthy
+        label = "healthy" if healthy else ("unhealthy" if alive else "dead")
+        print(f"{service.name:<18} {service.pid:<8} {label:<10} http://127.0.0.1:{service.metrics_port}")
+    for name, pid, url in (
+        ("nats-server", state.nats_pid, state.nats_url),
+        ("etcd", state.etcd_pid, f"http://{state.etcd_endpoint}"),
+    ):
+        print(f"{name:<18} {pid:<8} {'running' if process_alive(pid) else 'dead':<10} {url}")
+    return 0 if all_ok and state.ready else 1

@@ -1,0 +1,153 @@
+"""The job-controller as a `shared.runner_types.Core`: fold (fold.py), reconcile (reconcile.py) and the
+checkpoint: the state as plain data (objects through contracts.codec) in MessagePack. Derived parts —
+the pod owners and the tallies — are rebuilt on load rather than stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from contracts import codec
+from contracts.events import JOB_CONTROLLER
+from contracts.objects import Job, PriorityClass
+from services.job_controller.core import fold, reconcile
+from services.job_controller.core.state import (
+    Cause,
+    JobRecord,
+    PodRecord,
+    State,
+    job_namespace,
+    pod_key,
+    retally,
+)
+from shared.runner_types import Event, Output
+
+CHECKPOINT_VERSION = 1
+
+
+class JobControllerCore:
+    name = JOB_CONTROLLER
+
+    def initial(self) -> State:
+        return State()
+
+    def apply(self, state: State, event: Event) -> State:
+        """Fold one event; updates `state` in place and returns it."""
+        return fold.apply(state, event)
+
+    def reconcile(self, state: State, now: float) -> list[Output]:
+        return reconcile.reconcile(state, now)
+
+    def dump(self, state: State) -> bytes:
+        return msgpack.packb({"version": CHECKPOINT_VERSION, "state": to_plain(state)}, use_bin_type=True)
+
+    def load(self, data: bytes) -> State:
+        document = msgpack.unpackb(data, raw=False)
+        if document.get("version") != CHECKPOINT_VERSION:
+            # an older layout is only a cache of the log: the loop replays instead
+            raise ValueError(f"unsupported job-controller checkpoint version {document.get('version')!r}")
+        return from_plain(document["state"])
+
+
+# --- plain data ------------------------------------------------------------------------------------
+
+
+def to_plain(state: State) -> dict[str, Any]:
+    return {
+        "jobs": [_record_to_plain(r) for r in state.jobs.values()],
+        "queue_states": dict(state.queue_states),
+        "priority_classes": [codec.encode(pc) for pc in state.priority_classes.values()],
+    }
+
+
+def from_plain(data: dict[str, Any]) -> State:
+    state = State(queue_states=dict(data["queue_states"]))
+    for item in data["priority_classes"]:
+        pc = codec.decode(PriorityClass, item)
+        state.priority_classes[pc.meta.name] = pc
+    for item in data["jobs"]:
+        record = _record_from_plain(item)
+        retally(record)
+        state.jobs[record.key] = record
+        for name in record.pods:
+            state.pod_owner[pod_key(job_namespace(record.key), name)] = record.key
+    return state
+
+
+def _record_to_plain(r: JobRecord) -> dict[str, Any]:
+    return {
+        "key": r.key,
+        "job": None if r.job is None else codec.encode(r.job),
+        "incarnation": r.incarnation,
+        "spec_cause": list(r.spec_cause),
+        "deleted": None if r.deleted is None else list(r.deleted),
+        "podgroup": r.podgroup,
+        "podgroup_deleted": r.podgroup_deleted,
+        "podgroup_cause": list(r.podgroup_cause),
+        "pods": [_pod_to_plain(name, p) for name, p in r.pods.items()],
+        "published": r.published,
+        "status_generation": r.status_generation,
+        "status_cause": list(r.status_cause),
+        "last_cause": list(r.last_cause),
+        "commands": [list(c) for c in r.commands],
+        "successor": None if r.successor is None else [codec.encode(r.successor[0]), list(r.successor[1])],
+    }
+
+
+def _record_from_plain(d: dict[str, Any]) -> JobRecord:
+    successor = d["successor"]
+    return JobRecord(
+        key=d["key"],
+        job=None if d["job"] is None else codec.decode(Job, d["job"]),
+        incarnation=d["incarnation"],
+        spec_cause=_cause(d["spec_cause"]),
+        deleted=None if d["deleted"] is None else _cause(d["deleted"]),
+        podgroup=d["podgroup"],
+        podgroup_deleted=d["podgroup_deleted"],
+        podgroup_cause=_cause(d["podgroup_cause"]),
+        pods={p["name"]: _pod_from_plain(p) for p in d["pods"]},
+        published=d["published"],
+        status_generation=d["status_generation"],
+        status_cause=_cause(d["status_cause"]),
+        last_cause=_cause(d["last_cause"]),
+        commands=tuple((c[0], c[1]) for c in d["commands"]),
+        successor=None if successor is None else (codec.decode(Job, successor[0]), _cause(successor[1])),
+    )
+
+
+def _pod_to_plain(name: str, p: PodRecord) -> dict[str, Any]:
+    return {
+        "name": name,
+        "uid": p.uid,
+        "task": p.task,
+        "index": p.index,
+        "retry": p.retry,
+        "created_at": p.created_at,
+        "node": p.node,
+        "phase": p.phase,
+        "evicting": p.evicting,
+        "deletion_node": p.deletion_node,
+        "ended": p.ended,
+        "end_cause": list(p.end_cause),
+    }
+
+
+def _pod_from_plain(d: dict[str, Any]) -> PodRecord:
+    return PodRecord(
+        uid=d["uid"],
+        task=d["task"],
+        index=d["index"],
+        retry=d["retry"],
+        created_at=float(d["created_at"]),
+        node=d["node"],
+        phase=d["phase"],
+        evicting=d["evicting"],
+        deletion_node=d["deletion_node"],
+        ended=d["ended"],
+        end_cause=_cause(d["end_cause"]),
+    )
+
+
+def _cause(value: list[Any]) -> Cause:
+    return (int(value[0]), str(value[1]))

@@ -1,0 +1,305 @@
+"""Fold one event into the job-controller's state (in place; see state.py).
+
+Keys come from the event's subject (`<namespace>/<name>`), which is the object's identity on the log.
+Pod events are matched to the current generation of the pod: an event naming a node other than the one the
+pod is bound to, or a `uid` other than the pod's (when the payload carries one), is about an earlier
+generation of the same pod name and is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from contracts import codec
+from contracts.objects import Job, ObjectMeta, Pod, PodGroup, PriorityClass
+from services.job_controller.core.expand import (
+    JOB_NAME,
+    JOB_RETRY_COUNT,
+    TASK_INDEX,
+    TASK_SPEC,
+    default_job,
+)
+from services.job_controller.core.state import (
+    Cause,
+    JobRecord,
+    PodRecord,
+    State,
+    forget_if_done,
+    new_record,
+    put_pod,
+    retally,
+)
+from shared.runner_types import Event
+
+
+def apply(state: State, event: Event) -> State:
+    handler = _HANDLERS.get(event.type)
+    if handler is not None:
+        handler(state, event)
+    return state
+
+
+def _key(event: Event) -> str:
+    return f"{event.namespace}/{event.name}"
+
+
+def _cause(event: Event) -> Cause:
+    return (event.seq, event.id)
+
+
+def _decode(event: Event, cls: type) -> Any:
+    obj = codec.decode_object(event.payload["object"])
+    if not isinstance(obj, cls):
+        raise codec.DecodeError(f"{event.type}: expected a {cls.__name__}, got a {obj.kind}")
+    return obj
+
+
+# --- jobs ------------------------------------------------------------------------------------------
+
+
+def _job_submitted(state: State, event: Event) -> None:
+    job = default_job(_decode(event, Job))
+    cause = _cause(event)
+    record = state.jobs.get(_key(event))
+    if record is None:
+        state.jobs[_key(event)] = new_record(_key(event), job, cause)
+    elif record.active:
+        # a re-submission of a live job is an update of its spec
+        _set_spec(record, job, cause)
+    else:
+        # the previous incarnation is still being torn down; this one starts when that completes
+        record.successor = (job, cause)
+
+
+def _job_updated(state: State, event: Event) -> None:
+    job = default_job(_decode(event, Job))
+    record = state.jobs.get(_key(event))
+    # unknown or deleting: on the ordered log the job was deleted before this update
+    if record is None:
+        return
+    if record.active:
+        _set_spec(record, job, _cause(event))
+    elif record.successor is not None:
+        record.successor = (job, record.successor[1])
+
+
+def _set_spec(record: JobRecord, job: Job, cause: Cause) -> None:
+    record.job = job
+    record.spec_cause = cause
+    record.last_cause = cause
+    retally(record)
+
+
+def _job_deleted(state: State, event: Event) -> None:
+    record = state.jobs.get(_key(event))
+    if record is None:
+        return
+    if record.successor is not None:
+        record.successor = None
+        return
+    if record.deleted is None:
+        record.deleted = _cause(event)
+        record.last_cause = _cause(event)
+        retally(record)
+        forget_if_done(state, record)
+
+
+def _job_status_changed(state: State, event: Event) -> None:
+    record = state.jobs.get(_key(event))
+    if record is None:
+        return
+    p = event.payload
+    was_stopping = record.stopping
+    record.published = {
+        "phase": p["phase"],
+        "counts": dict(p["counts"]),
+        "task_status_count": {task: dict(c) for task, c in p.get("task_status_count", {}).items()},
+        "min_available": p.get("min_available", 0),
+        "retry_count": p.get("retry_count", 0),
+        "last_transition_time": p.get("last_transition_time"),
+    }
+    record.status_generation += 1
+    record.status_cause = _cause(event)
+    if record.stopping != was_stopping:
+        retally(record)
+
+
+def _command_issued(state: State, event: Event) -> None:
+    if event.payload["target_kind"] != "Job":
+        return
+    record = state.jobs.get(event.payload["target"])  # a Job target is named by its key
+    if record is not None and record.active:
+        record.commands = (*record.commands, (event.payload["action"], event.id))
+
+
+# --- podgroups -------------------------------------------------------------------------------------
+
+
+def _podgroup_created(state: State, event: Event) -> None:
+    podgroup = _decode(event, PodGroup)
+    record = _record_or_orphan(state, _key(event), event)
+    if record.podgroup is not None:
+        return  # one PodGroup per incarnation: a second delivery must not reset its phase
+    record.podgroup = podgroup.status.phase
+    record.podgroup_deleted = False
+    record.podgroup_cause = record.last_cause = _cause(event)
+
+
+def _podgroup_status_changed(state: State, event: Event) -> None:
+    record = state.jobs.get(_key(event))
+    if record is None or not record.podgroup_exists:
+        return
+    record.podgroup = event.payload["phase"]
+    record.podgroup_cause = record.last_cause = _cause(event)
+
+
+def _podgroup_deleted(state: State, event: Event) -> None:
+    record = state.jobs.get(_key(event))
+    if record is None:
+        return
+    record.podgroup_deleted = True
+    record.podgroup_cause = record.last_cause = _cause(event)
+    forget_if_done(state, record)
+
+
+# --- pods ------------------------------------------------------------------------------------------
+
+
+def _pod_created(state: State, event: Event) -> None:
+    # only the pod's metadata matters here: decoding the whole spec would dominate the fold's cost
+    document = event.payload["object"]
+    if document.get("kind") != Pod.kind:
+        raise codec.DecodeError(f"PodCreated: expected a Pod, got a {document.get('kind')}")
+    meta = codec.decode(ObjectMeta, document["object"]["meta"])
+    annotations = meta.annotations
+    record = _record_or_orphan(state, f"{event.namespace}/{annotations[JOB_NAME]}", event)
+    retry = int(annotations.get(JOB_RETRY_COUNT, "0"))
+    previous = record.pods.get(event.name)
+    if previous is not None and previous.retry >= retry:
+        return
+    created = PodRecord(
+        uid=meta.uid,
+        task=annotations[TASK_SPEC],
+        index=int(annotations[TASK_INDEX]),
+        retry=retry,
+        created_at=meta.creation_timestamp,
+    )
+    put_pod(record, event.name, created)
+    record.last_cause = _cause(event)
+    state.pod_owner[_key(event)] = record.key
+
+
+def _pod_event(change: Callable[[PodRecord, Event], PodRecord | None]) -> Callable[[State, Event], None]:
+    """A handler that finds the pod's current generation and applies `change` (None: not applicable)."""
+
+    def handle(state: State, event: Event) -> None:
+        record = state.jobs.get(state.pod_owner.get(_key(event), ""))
+        pod = record.pods.get(event.name) if record is not None else None
+        if record is None or pod is None:
+            return
+        uid = event.payload.get("uid")
+        if uid is not None and uid != pod.uid:
+            return
+        changed = change(pod, event)
+        if changed is None:
+            return
+        put_pod(record, event.name, changed)
+        record.last_cause = _cause(event)
+        forget_if_done(state, record)
+
+    return handle
+
+
+def _on_node(pod: PodRecord, event: Event) -> bool:
+    return event.payload.get("node") == pod.node and bool(pod.node)
+
+
+def _bound(pod: PodRecord, event: Event) -> PodRecord | None:
+    return None if pod.ended else replace(pod, node=event.payload["node"])
+
+
+def _evicting(pod: PodRecord, event: Event) -> PodRecord | None:
+    return replace(pod, evicting=True) if _on_node(pod, event) and not pod.ended else None
+
+
+def _running(pod: PodRecord, event: Event) -> PodRecord | None:
+    ok = _on_node(pod, event) and pod.phase == "Pending" and not pod.ended
+    return replace(pod, phase="Running") if ok else None
+
+
+def _finished(phase: str) -> Callable[[PodRecord, Event], PodRecord | None]:
+    def change(pod: PodRecord, event: Event) -> PodRecord | None:
+        ok = _on_node(pod, event) and not pod.finished and not pod.ended
+        return replace(pod, phase=phase) if ok else None
+
+    return change
+
+
+def _terminated(pod: PodRecord, event: Event) -> PodRecord | None:
+    ok = _on_node(pod, event) and not pod.ended
+    return replace(pod, ended=True, end_cause=_cause(event)) if ok else None
+
+
+def _lost(pod: PodRecord, event: Event) -> PodRecord | None:
+    # a finished pod has nothing left to lose; a live one is gone with its node
+    ok = _on_node(pod, event) and not pod.ended and not pod.finished
+    return replace(pod, ended=True, end_cause=_cause(event)) if ok else None
+
+
+def _deletion_requested(pod: PodRecord, event: Event) -> PodRecord | None:
+    node = event.payload.get("node", pod.node)
+    return replace(pod, deletion_node=node, end_cause=_cause(event)) if not pod.ended else None
+
+
+# --- other services' objects the controller consults ----------------------------------------------
+
+
+def _queue_state_changed(state: State, event: Event) -> None:
+    state.queue_states[event.name] = event.payload["state"]
+
+
+def _priority_class_applied(state: State, event: Event) -> None:
+    pc = _decode(event, PriorityClass)
+    state.priority_classes[pc.meta.name] = pc
+
+
+def _priority_class_deleted(state: State, event: Event) -> None:
+    state.priority_classes.pop(event.name, None)
+
+
+# --- record lifetime -------------------------------------------------------------------------------
+
+
+def _record_or_orphan(state: State, key: str, event: Event) -> JobRecord:
+    """The record of `key`; a PodGroup or pod of an unknown job starts an orphan record, which reconcile
+    deletes (it can only be an output that landed after its job's deletion completed)."""
+    record = state.jobs.get(key)
+    if record is None:
+        record = state.jobs[key] = new_record(key, None, _cause(event))
+    return record
+
+
+_HANDLERS: Mapping[str, Callable[[State, Event], None]] = {
+    "JobSubmitted": _job_submitted,
+    "JobUpdated": _job_updated,
+    "JobDeleted": _job_deleted,
+    "JobStatusChanged": _job_status_changed,
+    "CommandIssued": _command_issued,
+    "PodGroupCreated": _podgroup_created,
+    "PodGroupStatusChanged": _podgroup_status_changed,
+    "PodGroupDeleted": _podgroup_deleted,
+    "PodCreated": _pod_created,
+    "PodDeletionRequested": _pod_event(_deletion_requested),
+    "PodBound": _pod_event(_bound),
+    "PodEvicting": _pod_event(_evicting),
+    "PodRunning": _pod_event(_running),
+    "PodSucceeded": _pod_event(_finished("Succeeded")),
+    "PodFailed": _pod_event(_finished("Failed")),
+    "PodTerminated": _pod_event(_terminated),
+    "PodLost": _pod_event(_lost),
+    "QueueStateChanged": _queue_state_changed,
+    "PriorityClassApplied": _priority_class_applied,
+    "PriorityClassDeleted": _priority_class_deleted,
+}

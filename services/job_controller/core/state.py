@@ -1,0 +1,213 @@
+"""What the job-controller knows: per job incarnation, its spec, its PodGroup, its pods and the status it last
+published, all folded from the log (including the controller's own events).
+
+The state is a mutable container that `fold.apply` updates in place (the runner holds the only reference;
+copying it per event would make replay quadratic). Leaf values — jobs, pod records — are immutable.
+Pods and PodGroups are kept compact (their objects are re-derivable with `expand.pod_for` /
+`expand.podgroup_for` from the job, the pod's task, index, retry and creation time), so a checkpoint of a
+large cluster stays small.
+
+Every record also keeps a `Tally` of its pods, updated per pod change by `put_pod` and recomputed by
+`retally` when what the job wants changes (spec, deletion, a finished phase): reconcile reads it, so a job
+with nothing to do costs O(tasks) rather than O(pods).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.objects import Job, PriorityClass
+from services.job_controller.core.phase import FINISHED_PHASES
+
+# (seq, event id) of the event that made something true: the seq orders causes, the id becomes the
+# causation id of the outputs that follow from it.
+Cause = tuple[int, str]
+NO_CAUSE: Cause = (0, "")
+
+FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
+# what a pod counts as in a job's status: Volcano's TaskStatusCount phases, plus pods being stopped
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Terminating")
+LIVE_PHASES = ("Pending", "Running", "Terminating")
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    """One generation of a pod (a pod name is reused with a new retry when its predecessor is gone)."""
+
+    uid: str
+    task: str
+    index: int
+    retry: int
+    created_at: float
+    node: str = ""  # "" while unbound
+    phase: str = "Pending"  # Pending | Running | Succeeded | Failed
+    evicting: bool = False
+    # the node named by the last PodDeletionRequested ("" = requested while unbound); None = not requested
+    deletion_node: str | None = None
+    ended: bool = False  # PodTerminated or PodLost: the pod no longer exists on any node
+    end_cause: Cause = NO_CAUSE  # the event that ended this generation (or asked for its end)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in FINISHED_POD_PHASES
+
+    @property
+    def gone(self) -> bool:
+        """Nothing runs it and nothing will: stopped, lost, or deleted before any node got it."""
+        return self.ended or (self.deletion_node == "" and not self.node)
+
+    @property
+    def live(self) -> bool:
+        """Holds (or may still get) a place on a node."""
+        return not self.gone and not self.finished
+
+    @property
+    def counted_as(self) -> str | None:
+        """Its POD_PHASES entry: finished pods by phase, gone ones nowhere, pods being stopped as
+        Terminating, the rest by phase (a bound pod that has not started is Pending)."""
+        if self.finished:
+            return self.phase
+        if self.gone:
+            return None
+        if self.evicting or self.deletion_node is not None:
+            return "Terminating"
+        return self.phase
+
+
+@dataclass(slots=True)
+class Tally:
+    """Aggregates over a record's pods (see the module docstring)."""
+
+    by_task: dict[str, dict[str, int]] = field(default_factory=dict)  # task -> POD_PHASES entry -> pods
+    vacant: int = 0  # replicas of the spec to create a pod for (none yet, or one gone without finishing)
+    unstopped: int = 0  # pods to stop (see `to_stop`) whose deletion was not requested on their node
+
+    @property
+    def live(self) -> int:
+        return sum(counts.get(phase, 0) for counts in self.by_task.values() for phase in LIVE_PHASES)
+
+
+@dataclass(slots=True)
+class JobRecord:
+    """One incarnation of a job key: from its JobSubmitted (or the first stray event about it) until its
+    PodGroup and pods are gone after JobDeleted. Build it with `new_record`."""
+
+    key: str
+    job: Job | None  # the defaulted spec; None for an orphan (a PodGroup or pod whose job is unknown)
+    incarnation: int  # seq of the event that started this record: part of every output id
+    spec_cause: Cause = NO_CAUSE
+    deleted: Cause | None = None  # JobDeleted
+    podgroup: str | None = None  # the PodGroup's phase; None until PodGroupCreated
+    podgroup_deleted: bool = False
+    podgroup_cause: Cause = NO_CAUSE  # the last PodGroup event
+    pods: dict[str, PodRecord] = field(default_factory=dict)  # by pod name; change through put_pod
+    published: dict[str, Any] | None = None  # payload of the last JobStatusChanged
+    status_generation: int = 0  # JobStatusChanged events folded so far
+    status_cause: Cause = NO_CAUSE  # the last JobStatusChanged
+    last_cause: Cause = NO_CAUSE  # the last event folded into this record
+    # commands targeting the job, (action, event id), kept for the lifecycle state machine
+    commands: tuple[tuple[str, str], ...] = ()
+    # a JobSubmitted for this key while it is still being deleted: promoted once the deletion completes
+    successor: tuple[Job, Cause] | None = None
+    tally: Tally = field(default_factory=Tally)  # derived from the fields above
+
+    @property
+    def active(self) -> bool:
+        return self.job is not None and self.deleted is None
+
+    @property
+    def stopping(self) -> bool:
+        """Deleted, an orphan, or published as finished: none of its pods should run any more."""
+        return not self.active or (self.published is not None and self.published["phase"] in FINISHED_PHASES)
+
+    @property
+    def podgroup_exists(self) -> bool:
+        return self.podgroup is not None and not self.podgroup_deleted
+
+
+@dataclass(slots=True)
+class State:
+    jobs: dict[str, JobRecord] = field(default_factory=dict)  # by job key
+    pod_owner: dict[str, str] = field(default_factory=dict)  # pod key -> job key (derived from jobs)
+    queue_states: dict[str, str] = field(default_factory=dict)  # from QueueStateChanged
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+
+
+def new_record(key: str, job: Job | None, cause: Cause) -> JobRecord:
+    """A record started by the event `cause` (its seq is the incarnation)."""
+    record = JobRecord(key, job, incarnation=cause[0], spec_cause=cause, last_cause=cause)
+    retally(record)
+    return record
+
+
+def forget_if_done(state: State, record: JobRecord) -> None:
+    """Drop a deleted job once its PodGroup and live pods are gone, then start its successor if any."""
+    if record.active or record.podgroup_exists or record.tally.live:
+        return
+    del state.jobs[record.key]
+    for name in record.pods:
+        state.pod_owner.pop(pod_key(job_namespace(record.key), name), None)
+    if record.successor is not None:
+        job, cause = record.successor
+        state.jobs[record.key] = new_record(record.key, job, cause)
+
+
+def pod_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def job_namespace(key: str) -> str:
+    return key.partition("/")[0]
+
+
+# --- the tally -------------------------------------------------------------------------------------
+
+
+def _replicas(record: JobRecord, task: str) -> int:
+    if record.job is None:
+        return 0
+    return next((t.replicas for t in record.job.tasks if t.name == task), 0)
+
+
+def to_stop(record: JobRecord, pod: PodRecord) -> bool:
+    """A live pod the job no longer wants: the job is stopping, or the pod's slot is beyond its task's
+    replicas (scaled down)."""
+    return pod.live and (record.stopping or pod.index >= _replicas(record, pod.task))
+
+
+def stop_unrequested(record: JobRecord, pod: PodRecord) -> bool:
+    """To stop, not already being evicted, and not yet asked on the node it is on now."""
+    return to_stop(record, pod) and not pod.evicting and pod.deletion_node != pod.node
+
+
+def _count(record: JobRecord, pod: PodRecord, sign: int) -> None:
+    tally = record.tally
+    phase = pod.counted_as
+    if phase is not None:
+        counts = tally.by_task.setdefault(pod.task, {})
+        counts[phase] = counts.get(phase, 0) + sign
+        if not counts[phase]:
+            del counts[phase]
+        if not counts:
+            del tally.by_task[pod.task]
+    # a slot is held by any pod that is not gone, and by a finished one (it is not created again)
+    if pod.index < _replicas(record, pod.task) and (pod.finished or not pod.gone):
+        tally.vacant -= sign
+    if stop_unrequested(record, pod):
+        tally.unstopped += sign
+
+
+def put_pod(record: JobRecord, name: str, pod: PodRecord) -> None:
+    previous = record.pods.get(name)
+    if previous is not None:
+        _count(record, previous, -1)
+    record.pods[name] = pod
+    _count(record, pod, 1)
+
+
+def retally(record: JobRecord) -> None:
+    replicas = 0 if record.job is None else sum(t.replicas for t in record.job.tasks)
+    record.tally = Tally(vacant=replicas)
+    for pod in record.pods.values():
+        _count(record, pod, 1)

@@ -1,0 +1,303 @@
+"""The node agent's pure core: which pods its nodes should run or stop, and which facts to publish.
+
+It folds `PodCreated` (the spec: the runtime needs the containers), `PodBound` / `PodEvicting` /
+`PodDeletionRequested` / `PodLost` for its nodes, and its own `NodeRegistered` / `PodRunning` /
+`PodSucceeded` / `PodFailed` / `PodTerminated`. The runtime's reports come in through `observe`.
+It has two outputs: `reconcile` gives the events to publish (level-triggered: what the observations imply
+and the log does not yet say), `plan_actions` the runtime commands (Start / Stop) to issue.
+
+The restart rule (at most one start per run, i.e. per binding): a Start is planned only for a run that
+is not known to have been started by the log (`PodRunning` or an end published), by this agent's life
+(a Start already issued, an observation) or by the runtime (its durable records, reported by
+`running()`). After a restart the shell must, before its first `plan_actions`:
+
+1. ask the runtime which runs are alive (`running()`: pod key -> run id) and fold that with `recover`;
+2. fold every observation the runtime has queued (a runtime that keeps records re-reports the runs that
+   ended while no agent was watching).
+
+`recover` adopts live runs (they are `started`; a Stop is planned again if they should stop), turns live
+runs the state does not want into orphans (stopped), marks runs that had started but are neither alive
+nor ended as `lost` (a later exit report for them still wins) and lets a run with no trace anywhere be
+started, since the runtime records a run before it spawns anything. The runtime ignores a Start for a
+run id it already knows, so a mistake in that order costs a report, never a second copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from contracts.codec import decode_object, encode_object
+from contracts.events import NODE_AGENT
+from contracts.objects import Node, Pod
+from services.job_controller.core.expand import JOB_NAME
+from services.node_agent.core.state import (
+    DELETED,
+    ENDED,
+    EVICTED,
+    EXITED,
+    FAILED,
+    LOST,
+    RUNNING,
+    STARTED,
+    STOPPED,
+    SUCCEEDED,
+    TERMINAL,
+    TERMINATED,
+    AgentState,
+    Observation,
+    Orphan,
+    Run,
+    RuntimeAction,
+    Start,
+    Stop,
+    dump_state,
+    load_state,
+)
+from shared.runner_types import Event, Output, deterministic_id
+
+_PHASE_OF = {
+    "PodRunning": RUNNING,
+    "PodSucceeded": SUCCEEDED,
+    "PodFailed": FAILED,
+    "PodTerminated": TERMINATED,
+}
+DEFAULT_GRACE_S = 30.0
+
+
+class NodeAgentCore:
+    """The Core (shared.runner_types) of one node agent hosting `nodes` (names and allocatable from its
+    configuration). `agent` names the agent: the checkpoint key must be unique per agent."""
+
+    def __init__(
+        self, agent: str, nodes: Sequence[Node], *, default_grace_s: float = DEFAULT_GRACE_S
+    ) -> None:
+        self.name = f"{NODE_AGENT}.{agent}"
+        self.nodes: dict[str, Node] = {node.meta.name: node for node in nodes}
+        self.default_grace_s = default_grace_s
+        self._handlers: dict[str, Callable[[AgentState, Event, str], None]] = {
+            "PodCreated": self._created,
+            "PodBound": self._bound,
+            "PodEvicting": self._evicting,
+            "PodDeletionRequested": self._deletion_requested,
+            "PodLost": self._lost,
+            "NodeRegistered": self._registered,
+            **{name: self._own_phase for name in _PHASE_OF},
+        }
+
+    # --- the Core protocol ------------------------------------------------------------------------
+    def initial(self) -> AgentState:
+        return AgentState()
+
+    def apply(self, state: AgentState, event: Event) -> AgentState:
+        handler = self._handlers.get(event.type)
+        if handler is not None:
+            handler(state, event, f"{event.namespace}/{event.name}")
+        return state
+
+    def reconcile(self, state: AgentState, now: float) -> list[Output]:
+        outputs = [
+            self._registration(node)
+            for name, node in self.nodes.items()
+            if state.registered.get(name) != node
+        ]
+        for key, run in state.runs.items():
+            outputs.extend(self._due(key, run))
+        return outputs
+
+    def dump(self, state: AgentState) -> bytes:
+        return dump_state(state)
+
+    def load(self, data: bytes) -> AgentState:
+        return load_state(data)
+
+    # --- the runtime side -------------------------------------------------------------------------
+    def observe(self, state: AgentState, observation: Observation, now: float) -> AgentState:
+        """Fold a runtime report. A report about a run the state no longer wants: a live one is an
+        orphan to stop, an ended one closes the orphan."""
+        run = state.runs.get(observation.pod)
+        if run is None or run.run_id != observation.run_id:
+            if observation.kind == STARTED:
+                state.orphans.setdefault(observation.run_id, Orphan(observation.pod, self.default_grace_s))
+            else:
+                state.orphans.pop(observation.run_id, None)
+            return state
+        if observation.kind == STARTED:
+            if run.observed in ("", LOST):
+                run.observed, run.started_at, run.start_issued = STARTED, now, True
+        elif run.observed not in ENDED:  # the first end wins (a recovery may report it again)
+            run.observed, run.finished_at = observation.kind, now
+            run.exit_code, run.reason, run.message = (
+                observation.exit_code,
+                observation.reason,
+                observation.message,
+            )
+        return state
+
+    def recover(self, state: AgentState, alive: Mapping[str, str]) -> AgentState:
+        """After a restart: `alive` is the runtime's `running()` (pod key -> run id of live runs)."""
+        for key, run in state.runs.items():
+            run.stop_issued = False  # the escalation of an earlier Stop died with the old agent
+            if alive.get(key) == run.run_id:
+                run.start_issued = True
+                if run.observed in ("", LOST):
+                    run.observed = STARTED
+            elif run.observed in ENDED:
+                continue  # observed before the restart, not yet published
+            elif run.published == RUNNING or run.observed == STARTED:
+                run.observed = LOST
+            else:
+                run.observed, run.start_issued = "", False
+        wanted = {run.run_id for run in state.runs.values()}
+        state.orphans = {
+            run_id: Orphan(key, self.default_grace_s) for key, run_id in alive.items() if run_id not in wanted
+        }
+        return state
+
+    def plan_actions(self, state: AgentState) -> tuple[AgentState, list[RuntimeAction]]:
+        """The runtime commands to issue now; the state records them as issued."""
+        actions: list[RuntimeAction] = []
+        for key, run in state.runs.items():
+            if not run.stop_reason and run.pod is not None and _never_started(run):
+                run.start_issued = True
+                actions.append(Start(key, run.run_id, run.pod))
+            elif run.stop_reason and run.observed == STARTED and not run.stop_issued:
+                run.stop_issued = True
+                actions.append(Stop(key, run.run_id, self._grace_s(run.pod)))
+        for run_id, orphan in state.orphans.items():
+            if not orphan.stop_issued:
+                orphan.stop_issued = True
+                actions.append(Stop(orphan.pod, run_id, orphan.grace_s))
+        return state, actions
+
+    # --- folding events ---------------------------------------------------------------------------
+    def _created(self, state: AgentState, event: Event, key: str) -> None:
+        state.specs[key] = decode_object(event.payload["object"])
+
+    def _bound(self, state: AgentState, event: Event, key: str) -> None:
+        node = event.payload["node"]
+        previous = state.runs.pop(key, None)
+        if previous is not None:
+            self._abandon(state, key, previous)
+        if node not in self.nodes:
+            return
+        spec = state.specs.get(key)
+        pod = None if spec is None else replace(spec, spec=replace(spec.spec, node_name=node))
+        state.runs[key] = Run(run_id=event.id, node=node, pod=pod)
+
+    def _evicting(self, state: AgentState, event: Event, key: str) -> None:
+        run = state.runs.get(key)
+        if run is not None and run.node == event.payload["node"] and not run.stop_reason:
+            run.stop_reason = EVICTED
+
+    def _deletion_requested(self, state: AgentState, event: Event, key: str) -> None:
+        state.specs.pop(key, None)
+        run = state.runs.get(key)
+        # a request naming another node (or none: made while the pod was unbound) is about another run
+        if run is not None and event.payload.get("node", run.node) == run.node and not run.stop_reason:
+            run.stop_reason = DELETED
+
+    def _lost(self, state: AgentState, event: Event, key: str) -> None:
+        """The binder gave the pod up (its node was silent): whatever still runs here must go, silently,
+        since the pod's fate is no longer this agent's to report."""
+        run = state.runs.get(key)
+        if run is not None and run.node == event.payload["node"]:
+            del state.runs[key]
+            self._abandon(state, key, run)
+
+    def _registered(self, state: AgentState, event: Event, key: str) -> None:
+        if event.name in self.nodes:
+            state.registered[event.name] = decode_object(event.payload["object"])
+
+    def _own_phase(self, state: AgentState, event: Event, key: str) -> None:
+        phase = _PHASE_OF[event.type]
+        if phase in (SUCCEEDED, FAILED):
+            state.specs.pop(key, None)  # finished for good: a retry is a new PodCreated
+        run = state.runs.get(key)
+        if run is None or run.run_id != event.causation_id:
+            return
+        run.published = phase
+        if phase in TERMINAL:
+            del state.runs[key]
+            self._abandon(state, key, run)
+
+    def _abandon(self, state: AgentState, key: str, run: Run) -> None:
+        if run.observed == STARTED:
+            state.orphans[run.run_id] = Orphan(key, self._grace_s(run.pod))
+
+    # --- outputs ----------------------------------------------------------------------------------
+    def _registration(self, node: Node) -> Output:
+        encoded = encode_object(node)
+        digest = hashlib.sha256(json.dumps(encoded, sort_keys=True).encode()).hexdigest()[:16]
+        name = node.meta.name
+        return Output(
+            type="NodeRegistered",
+            kind="node",
+            namespace=None,
+            name=name,
+            payload={"object": encoded},
+            id=deterministic_id(NODE_AGENT, "NodeRegistered", name, digest),
+            causation_id=None,
+            correlation_id=name,
+        )
+
+    def _due(self, key: str, run: Run) -> list[Output]:
+        end = _ending(run)
+        outputs = []
+        if run.published == "" and (
+            run.observed == STARTED or (end is not None and run.started_at is not None)
+        ):
+            outputs.append(self._pod_event(key, run, "PodRunning", {"started_at": run.started_at}))
+        if end is not None:
+            outputs.append(self._pod_event(key, run, *end))
+        return outputs
+
+    def _pod_event(self, key: str, run: Run, event_type: str, fields: dict[str, Any]) -> Output:
+        namespace, name = key.split("/", 1)
+        job = run.pod.meta.annotations.get(JOB_NAME) if run.pod is not None else None
+        return Output(
+            type=event_type,
+            kind="pod",
+            namespace=namespace,
+            name=name,
+            payload={"node": run.node, **fields},
+            id=deterministic_id(NODE_AGENT, event_type, key, run.run_id),
+            causation_id=run.run_id,
+            correlation_id=f"{namespace}/{job}" if job else key,
+        )
+
+    def _grace_s(self, pod: Pod | None) -> float:
+        grace = None if pod is None else pod.spec.termination_grace_period_seconds
+        return self.default_grace_s if grace is None else float(grace)
+
+
+def _never_started(run: Run) -> bool:
+    return run.published == "" and run.observed == "" and not run.start_issued
+
+
+def _ending(run: Run) -> tuple[str, dict[str, Any]] | None:
+    """The end event a run's observations imply, if any. A run that never started and should stop ends
+    at once; a run whose pod spec is missing cannot start, which is reported rather than waited on."""
+    finished = {"finished_at": run.finished_at}
+    if run.observed == EXITED:
+        if run.exit_code == 0:
+            return "PodSucceeded", {"exit_code": 0, **finished}
+        failure = {"exit_code": run.exit_code, "reason": run.reason or "Error", "message": run.message}
+        return "PodFailed", {**failure, **finished}
+    if run.observed == STOPPED:
+        return "PodTerminated", {"reason": run.stop_reason or "Stopped", **finished}
+    if run.observed == LOST:
+        if run.stop_reason:
+            return "PodTerminated", {"reason": run.stop_reason, **finished}
+        message = "the pod's processes were gone when the agent restarted"
+        return "PodFailed", {"exit_code": None, "reason": "Lost", "message": message, **finished}
+    if _never_started(run):
+        if run.stop_reason:
+            return "PodTerminated", {"reason": run.stop_reason, **finished}
+        if run.pod is None:
+            message = "bound before the agent saw the pod's PodCreated"
+            return "PodFailed", {"exit_code": None, "reason": "SpecMissing", "message": message, **finished}
+    return None

@@ -1,0 +1,100 @@
+"""The sim runtime: hollow nodes whose pods only pretend to run, thousands per process, for scale tests.
+
+A started pod "runs" for its simulated duration (the `lahar.dev/sim-duration` annotation, else a
+`sleep N` in its command, else 60 s: the simulator's own rule) times `time_scale`, then exits with the
+`lahar.dev/sim-exit-code` annotation (default 0). A run is one timer on the event loop, so thousands cost
+little. Runs live in the agent's process (`close` ends them) and nothing is recorded: a restarted agent
+finds no runs, and the core reports the ones that had started lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from contracts.objects import FROZEN_EMPTY, Node, ObjectMeta, Pod, frozen_map
+from contracts.resources import Resources
+from services.node_agent.core.state import EXITED, STARTED, STOPPED, Observation
+from services.simulator.world import SIM_EXIT_CODE, pod_duration
+
+
+class SimRuntime:
+    """`time_scale` multiplies every duration: 0.01 makes a 60 s pod last 0.6 s."""
+
+    def __init__(self, *, time_scale: float = 1.0) -> None:
+        self.time_scale = time_scale
+        self.observations: asyncio.Queue[Observation] = asyncio.Queue()
+        self._runs: dict[str, tuple[str, asyncio.TimerHandle]] = {}  # pod key -> (run id, its exit)
+        self._ended: set[str] = set()  # run ids, so that a repeated Start cannot run a pod twice
+
+    async def start(
+        self,
+        pod: Pod,
+        run_id: str,
+        *,
+        env: Mapping[str, str] = FROZEN_EMPTY,
+        files: Mapping[str, bytes] = FROZEN_EMPTY,
+    ) -> None:
+        key = pod.meta.key
+        current = self._runs.get(key)
+        if run_id in self._ended or (current is not None and current[0] == run_id):
+            return
+        if current is not None:
+            self._end(key, current[0], STOPPED)  # an abandoned run of the same pod
+        try:
+            duration = pod_duration(pod) * self.time_scale
+            exit_code = int(pod.meta.annotations.get(SIM_EXIT_CODE, "0") or 0)
+        except ValueError as exc:
+            self._ended.add(run_id)
+            self._report(key, run_id, EXITED, 128, "StartError", f"simulation annotations: {exc}")
+            return
+        loop = asyncio.get_running_loop()
+        handle = loop.call_later(max(duration, 0.0), self._end, key, run_id, EXITED, exit_code)
+        self._runs[key] = (run_id, handle)
+        self._report(key, run_id, STARTED)
+
+    async def stop(self, pod: str, run_id: str, grace_s: float) -> None:
+        current = self._runs.get(pod)
+        if current is not None and current[0] == run_id:
+            self._end(pod, run_id, STOPPED)
+        else:
+            self._report(pod, run_id, STOPPED)
+
+    async def running(self) -> dict[str, str]:
+        return {key: run_id for key, (run_id, _) in self._runs.items()}
+
+    async def close(self) -> None:
+        for _, handle in self._runs.values():
+            handle.cancel()
+        self._runs.clear()
+
+    def _end(self, pod: str, run_id: str, kind: str, exit_code: int | None = None) -> None:
+        _, handle = self._runs.pop(pod)
+        handle.cancel()
+        self._ended.add(run_id)
+        self._report(pod, run_id, kind, exit_code)
+
+    def _report(
+        self,
+        pod: str,
+        run_id: str,
+        kind: str,
+        exit_code: int | None = None,
+        reason: str = "",
+        message: str = "",
+    ) -> None:
+        self.observations.put_nowait(Observation(pod, run_id, kind, exit_code, reason, message))
+
+
+def hollow_nodes(
+    count: int, allocatable: Resources, *, prefix: str = "hollow", labels: Mapping[str, str] | None = None
+) -> tuple[Node, ...]:
+    """The nodes a sim agent hosts: `<prefix>-0` .. `<prefix>-<count-1>`, alike."""
+    return tuple(
+        Node(
+            meta=ObjectMeta(name=f"{prefix}-{i}", namespace="", labels=frozen_map(labels)),
+            allocatable=allocatable,
+            capacity=allocatable,
+        )
+        for i in range(count)
+    )

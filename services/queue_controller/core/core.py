@@ -1,0 +1,38 @@
+"""The queue-controller as a `shared.runner_types.Core`: fold (fold.py), reconcile (reconcile.py) and the
+checkpoint format (state.py's plain data as MessagePack)."""
+
+from __future__ import annotations
+
+import msgpack
+
+from contracts.events import QUEUE_CONTROLLER
+from services.queue_controller.core import fold, reconcile
+from services.queue_controller.core.state import State, from_plain, initial_state, to_plain
+from shared.runner_types import Event, Output
+
+CHECKPOINT_VERSION = 1
+
+
+class QueueControllerCore:
+    name = QUEUE_CONTROLLER
+
+    def initial(self) -> State:
+        return initial_state()
+
+    def apply(self, state: State, event: Event) -> State:
+        """Fold one event; updates `state` in place and returns it."""
+        return fold.apply(state, event)
+
+    def reconcile(self, state: State, now: float) -> list[Output]:
+        # nothing of a queue's lifecycle is timed
+        return reconcile.reconcile(state)
+
+    def dump(self, state: State) -> bytes:
+        return msgpack.packb({"version": CHECKPOINT_VERSION, "state": to_plain(state)}, use_bin_type=True)
+
+    def load(self, data: bytes) -> State:
+        document = msgpack.unpackb(data, raw=False)
+        if document.get("version") != CHECKPOINT_VERSION:
+            # an older layout is only a cache of the log: the loop replays instead
+            raise ValueError(f"unsupported queue-controller checkpoint version {document.get('version')!r}")
+        return from_plain(document["state"])

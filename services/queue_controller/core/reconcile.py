@@ -1,0 +1,53 @@
+"""What the queue-controller should write: a QueueStateChanged when a queue's state differs from the one
+last published, a QueueStatusChanged when its PodGroup counts do (both once for a new queue, the implicit
+`default` queue included).
+
+Output ids are uuid5 over (service, event type, queue, incarnation, publication generation, content), so
+a re-emission before the output was folded back is deduplicated, and a queue deleted and created again
+publishes afresh.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from contracts.events import QUEUE_CONTROLLER
+from services.queue_controller.core.state import Cause, QueueRecord, State
+from shared.runner_types import Output, deterministic_id
+
+
+def reconcile(state: State) -> list[Output]:
+    outputs: list[Output] = []
+    for record in state.queues.values():
+        if record.state != record.published_state:
+            payload = {"state": record.state}
+            outputs.append(
+                _output(record, "QueueStateChanged", payload, record.state_generation, record.state_cause)
+            )
+        counts = state.counts(record.name)
+        if counts != record.published_counts:
+            payload = {"counts": counts}
+            outputs.append(
+                _output(record, "QueueStatusChanged", payload, record.status_generation, record.counts_cause)
+            )
+    return outputs
+
+
+def _output(
+    record: QueueRecord, event_type: str, payload: dict[str, Any], generation: int, cause: Cause
+) -> Output:
+    content = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return Output(
+        type=event_type,
+        kind="queue",
+        namespace=None,
+        name=record.name,
+        payload=payload,
+        id=deterministic_id(
+            QUEUE_CONTROLLER, event_type, record.name, record.incarnation, generation, content
+        ),
+        # queue events belong to no job: they are correlated to the queue (its name has no "/", a job key has)
+        correlation_id=record.name,
+        causation_id=cause[1] or None,
+    )

@@ -1,0 +1,95 @@
+"""The pure side of the event-sourced service loop: what a core folds (Event), what it asks to be written
+(Output) and the Core protocol itself (docs/control-plane.md, "The event-sourced service loop").
+
+Cores import only this module from shared/ (a test keeps I/O out of services/*/core/): no NATS, no etcd,
+no clock. The loop that feeds events and publishes outputs is shared.runner.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+S = TypeVar("S")
+
+# Fixed namespace of output ids: the same fact always maps to the same id, in every process and every
+# run, so a re-published output is deduplicated by the stream (Nats-Msg-Id) instead of stored twice.
+_OUTPUT_ID_NAMESPACE = uuid.UUID("6a1f0c5e-2d3b-4b8e-9f47-1c0d2e3f4a5b")
+
+
+def deterministic_id(service: str, event_type: str, *key: object) -> str:
+    """The id of the event that records one fact, e.g. ("job-controller", "PodCreated", pod_key, version).
+
+    key must identify the fact, not the moment it was decided: the same fact decided again (after a
+    restart, by a new leader) must give the same id.
+    """
+    return str(uuid.uuid5(_OUTPUT_ID_NAMESPACE, "\x1f".join([service, event_type, *map(str, key)])))
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event of the log as a core sees it: the envelope's fields, where it sits (seq) and whom it is
+    about (kind, namespace, name: the subject's object; namespace None for cluster-scoped objects)."""
+
+    seq: int
+    type: str
+    kind: str
+    namespace: str | None
+    name: str
+    payload: Mapping[str, Any]
+    id: str
+    time: float
+    correlation_id: str
+    causation_id: str | None = None
+    traceparent: str | None = None
+    producer: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """An event a core wants written. The loop publishes it on the subject of (kind, namespace, name).
+
+    id must be deterministic (see deterministic_id): it is the message id the stream deduplicates on.
+    expected_last_subject_seq: publish only if the object's subject is still at that sequence (0: no
+    event yet), for writers that must not lose a race. batch: outputs of one reconcile carrying the same
+    batch key are committed atomically, all or none (a gang's binds). traceparent: the trace this write
+    belongs to when the core knows it (e.g. the job's); by default the loop uses its cause's trace.
+    """
+
+    type: str
+    kind: str
+    namespace: str | None
+    name: str
+    id: str
+    correlation_id: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    causation_id: str | None = None
+    expected_last_subject_seq: int | None = None
+    batch: str | None = None
+    traceparent: str | None = None
+
+
+class Core(Protocol[S]):
+    """A service's decisions as pure functions. The loop guarantees:
+
+    - apply() sees every event of the service's subject filter exactly once, in log order, including
+      the events the service wrote itself; it must not fail for events it does not care about.
+    - reconcile() is called only once the state is caught up with the log, after each batch of events
+      and on a timer; it returns everything that should be written and is not yet in the log. Returning
+      an output again before its event arrived is expected and harmless (the loop keeps it in flight).
+    - load(dump(state)) == state; dump is called for checkpoints, load at start.
+    """
+
+    name: str  # the service name: also the checkpoint key, the election name and the events' producer
+
+    def initial(self) -> S: ...
+
+    def apply(self, state: S, event: Event) -> S: ...
+
+    def reconcile(self, state: S, now: float) -> list[Output]: ...
+
+    def dump(self, state: S) -> bytes: ...
+
+    def load(self, data: bytes) -> S: ...
