@@ -1,0 +1,71 @@
+"""When and how the loop saves (state, seq): every checkpoint_every_events events or checkpoint_every_s
+seconds and at shutdown, fenced by the leadership term when the service is elected."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import structlog
+
+from shared.runner.config import RunnerConfig
+from shared.runner.leader import LeaderSeat
+from shared.runner.metrics import RunnerMetrics
+from shared.store.checkpoint import CheckpointStore
+from shared.store.election import FencedOut
+from shared.store.etcd import EtcdError
+
+log = structlog.get_logger(__name__)
+
+
+class Checkpointer:
+    def __init__(
+        self, store: CheckpointStore, config: RunnerConfig, metrics: RunnerMetrics, seat: LeaderSeat | None
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.metrics = metrics
+        self.seat = seat
+        self.seq = 0  # of the last checkpoint written or loaded
+        self._at = time.monotonic()
+
+    def due(self, seq: int, *, final: bool) -> bool:
+        behind = seq - self.seq
+        return behind > 0 and (
+            final
+            or behind >= self.config.checkpoint_every_events
+            or time.monotonic() - self._at >= self.config.checkpoint_every_s
+        )
+
+    async def save(self, view: bytes, seq: int) -> None:
+        """Write (view, seq); raises FencedOut when this instance does not (or no longer) lead, and a
+        refused write ends the term it thought it held."""
+        fence = self.seat.fence if self.seat is not None else None
+        if self.seat is not None and fence is None:
+            raise FencedOut(f"{self.store.service}: not the leader, checkpoint refused")
+        try:
+            await self.store.save(view, seq, fence=fence)
+        except FencedOut:
+            self.metrics.checkpointed("fenced")
+            if self.seat is not None:
+                self.seat.step_down("checkpoint refused: the leadership term is over")
+            raise
+        self.seq = seq
+        self._at = time.monotonic()
+        self.metrics.checkpointed("ok")
+        self.metrics.checkpoint_seq.set(seq)
+
+    async def save_if_due(self, seq: int, dump: Callable[[], bytes], *, final: bool = False) -> None:
+        """Save when due; failures are logged and retried after the period (the checkpoint is a cache).
+
+        dump is called at once, before any await, so the view is the state at seq."""
+        if not self.due(seq, final=final):
+            return
+        try:
+            await self.save(dump(), seq)
+        except FencedOut:
+            pass  # step_down logged it; the new leader checkpoints
+        except EtcdError as exc:
+            self.metrics.checkpointed("error")
+            self._at = time.monotonic()  # retry after the period, not at every batch
+            log.warning("checkpoint failed; retrying later", seq=seq, error=str(exc))

@@ -1,0 +1,56 @@
+"""The event-sourced loop's own metrics (no Volcano equivalent exists, hence lahar_runner_*)."""
+
+from __future__ import annotations
+
+from shared.telemetry.metrics import Registry, exponential_buckets
+
+
+class RunnerMetrics:
+    """The series of one service (label service=<core name>) in a registry."""
+
+    def __init__(self, registry: Registry, service: str) -> None:
+        self.service = service
+        self.events_applied = registry.counter(
+            "lahar_runner_events_applied_total", "Events folded into the state", ("service", "phase")
+        )
+        self.events_skipped = registry.counter(
+            "lahar_runner_events_skipped_total", "Log records that are not events (skipped)", ("service",)
+        )
+        self.last_applied_seq = registry.gauge(
+            "lahar_runner_last_applied_seq", "Sequence of the last event applied", ("service",)
+        ).labels(service)
+        self.replay_seconds = registry.gauge(
+            "lahar_runner_replay_duration_seconds", "Time the last start-up replay took", ("service",)
+        ).labels(service)
+        self.outputs = registry.counter(
+            "lahar_runner_outputs_published_total",
+            "Outputs published, by event type and result (stored, duplicate, conflict, error)",
+            ("service", "type", "result"),
+        )
+        self.reconcile_seconds = registry.histogram(
+            "lahar_runner_reconcile_duration_seconds",
+            "Time of one reconcile including publishing its outputs",
+            ("service",),
+            exponential_buckets(0.0005, 2, 16),
+        ).labels(service)
+        self.checkpoints = registry.counter(
+            "lahar_runner_checkpoints_total",
+            "Checkpoint writes by result (ok, fenced, error)",
+            ("service", "result"),
+        )
+        self.checkpoint_seq = registry.gauge(
+            "lahar_runner_checkpoint_seq", "Sequence of the last checkpoint written", ("service",)
+        ).labels(service)
+        self.leader = registry.gauge(
+            "lahar_runner_leader", "1 while this instance leads (or needs no election)", ("service",)
+        ).labels(service)
+
+    def applied(self, phase: str, seq: int) -> None:
+        self.events_applied.labels(self.service, phase).inc()
+        self.last_applied_seq.set(seq)
+
+    def published(self, event_type: str, result: str, count: int = 1) -> None:
+        self.outputs.labels(self.service, event_type, result).inc(count)
+
+    def checkpointed(self, result: str) -> None:
+        self.checkpoints.labels(self.service, result).inc()

@@ -1,0 +1,206 @@
+"""Publishing a reconcile's outputs: in order, each at most once while it is in flight, traced.
+
+An output is in flight from its publish until its event is applied (seen in the log) or
+inflight_timeout_s passes; reconcile() keeps returning it meanwhile and it is not sent again. After the
+timeout it is re-sent with the same id: a no-op inside the stream's dedup window. A failed publish leaves
+nothing in flight, so the next reconcile retries it.
+
+Plain outputs go out pipelined; an output with expected_last_subject_seq alone (a compare-and-set); the
+outputs sharing a batch key as one atomic batch, at the position of the first of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from shared.bus.envelope import Envelope
+from shared.bus.errors import AtomicBatchUnsupported, BusError, ConcurrencyConflict, DuplicateBatch
+from shared.bus.jetstream import BatchItem, Bus
+from shared.bus.subjects import event_subject
+from shared.runner.metrics import RunnerMetrics
+from shared.runner_types import Output
+from shared.telemetry.tracing import JOB_ATTRIBUTE, POD_ATTRIBUTE, extract_context, trace_fields
+
+log = structlog.get_logger(__name__)
+
+# How many recent events' trace contexts are kept, so an output is traced as a child of its cause.
+_REMEMBERED_TRACES = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """Outputs sent in one operation: kind 'pipelined', 'cas' or 'batch'."""
+
+    kind: str
+    outputs: tuple[Output, ...]
+
+
+def plan_steps(outputs: Sequence[Output]) -> list[_Step]:
+    """Group outputs into publish operations, keeping their order (a batch sits where it first appears)."""
+    batches: dict[str, list[Output]] = {}
+    for output in outputs:
+        if output.batch is not None:
+            batches.setdefault(output.batch, []).append(output)
+    steps: list[_Step] = []
+    plain: list[Output] = []
+    placed: set[str] = set()
+    for output in outputs:
+        if output.batch is None and output.expected_last_subject_seq is None:
+            plain.append(output)
+            continue
+        if plain:
+            steps.append(_Step("pipelined", tuple(plain)))
+            plain = []
+        if output.batch is None:
+            steps.append(_Step("cas", (output,)))
+        elif output.batch not in placed:
+            placed.add(output.batch)
+            steps.append(_Step("batch", tuple(batches[output.batch])))
+    if plain:
+        steps.append(_Step("pipelined", tuple(plain)))
+    return steps
+
+
+class Publisher:
+    def __init__(
+        self,
+        bus: Bus,
+        producer: str,
+        tracer: Tracer,
+        metrics: RunnerMetrics,
+        *,
+        inflight_timeout_s: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.bus = bus
+        self.producer = producer
+        self.tracer = tracer
+        self.metrics = metrics
+        self.inflight_timeout_s = inflight_timeout_s
+        self.clock = clock
+        self._inflight: dict[str, float] = {}  # output id -> monotonic time after which it may be re-sent
+        self._traces: OrderedDict[str, str] = (
+            OrderedDict()
+        )  # event id -> traceparent its effects descend from
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
+
+    def seen(self, event_id: str, traceparent: str | None) -> None:
+        """An event was applied: it is no longer in flight, and outputs it causes join its trace."""
+        self._inflight.pop(event_id, None)
+        if traceparent is not None:
+            self._traces[event_id] = traceparent
+            if len(self._traces) > _REMEMBERED_TRACES:
+                self._traces.popitem(last=False)
+
+    def forget_inflight(self) -> None:
+        """Leadership changed hands: whatever this instance sent is the new leader's to judge."""
+        self._inflight.clear()
+
+    async def publish(self, outputs: Sequence[Output], may_publish: Callable[[], bool]) -> int:
+        """Send what is not in flight; returns how many outputs could not be stored (to retry later).
+
+        may_publish is checked before each operation: a leader that lost its term stops mid-way.
+        """
+        now = time.monotonic()
+        unique = {o.id: o for o in outputs}.values()  # a core may name the same fact twice
+        in_flight = {o.id for o in unique if self._inflight.get(o.id, 0.0) > now}
+        # A batch went out atomically: if any of its outputs is in flight, all of them are.
+        sent_batches = {o.batch for o in unique if o.id in in_flight and o.batch is not None}
+        fresh = [o for o in unique if o.id not in in_flight and o.batch not in sent_batches]
+        failed = 0
+        for step in plan_steps(fresh):
+            if not may_publish():
+                break
+            failed += await self._send(step)
+        return failed
+
+    async def _send(self, step: _Step) -> int:
+        spans = [self._start_span(o) for o in step.outputs]
+        items = [
+            (self._envelope(o, span), event_subject(o.kind, o.namespace, o.name))
+            for o, span in zip(step.outputs, spans, strict=True)
+        ]
+        deadline = time.monotonic() + self.inflight_timeout_s
+        for output in step.outputs:
+            self._inflight[output.id] = deadline
+        try:
+            results = await self._store(step, items)
+        except ConcurrencyConflict as exc:
+            log.info("output lost a compare-and-set race; reconciling again", error=str(exc))
+            return self._failed(step, spans, "conflict", exc)
+        except AtomicBatchUnsupported:
+            self._failed(step, spans, "error", None)
+            raise  # the deployment cannot give the guarantee the service relies on
+        except BusError as exc:
+            log.warning("outputs not published; retrying at the next reconcile", error=str(exc))
+            return self._failed(step, spans, "error", exc)
+        for output, span, result in zip(step.outputs, spans, results, strict=True):
+            self.metrics.published(output.type, result)
+            span.set_attribute("lahar.publish.result", result)
+            span.end()
+        return 0
+
+    async def _store(self, step: _Step, items: list[tuple[Envelope, str]]) -> list[str]:
+        if step.kind == "pipelined":
+            acks = await self.bus.publish_pipelined(items)
+            return ["duplicate" if ack.duplicate else "stored" for ack in acks]
+        if step.kind == "cas":
+            (envelope, subject), output = items[0], step.outputs[0]
+            ack = await self.bus.publish(
+                envelope, subject, expected_last_subject_seq=output.expected_last_subject_seq
+            )
+            return ["duplicate" if ack.duplicate else "stored"]
+        batch = [
+            BatchItem(env, subject, o.expected_last_subject_seq)
+            for (env, subject), o in zip(items, step.outputs, strict=True)
+        ]
+        try:
+            await self.bus.publish_batch(batch)
+        except DuplicateBatch:
+            return ["duplicate"] * len(batch)
+        return ["stored"] * len(batch)
+
+    def _failed(self, step: _Step, spans: list[Span], result: str, exc: Exception | None) -> int:
+        for output, span in zip(step.outputs, spans, strict=True):
+            self._inflight.pop(output.id, None)
+            self.metrics.published(output.type, result)
+            span.set_status(Status(StatusCode.ERROR, str(exc) if exc else result))
+            span.end()
+        return len(step.outputs)
+
+    def _start_span(self, output: Output) -> Span:
+        parent = output.traceparent or self._traces.get(output.causation_id or "")
+        attributes: dict[str, str] = {
+            "messaging.system": "nats",
+            "lahar.event.type": output.type,
+            "lahar.event.id": output.id,
+            JOB_ATTRIBUTE: output.correlation_id,
+        }
+        if output.kind == "pod":
+            attributes[POD_ATTRIBUTE] = f"{output.namespace or ''}/{output.name}"
+        context = extract_context({"traceparent": parent}) if parent else None
+        return self.tracer.start_span(
+            f"publish {output.type}", context=context, kind=SpanKind.PRODUCER, attributes=attributes
+        )
+
+    def _envelope(self, output: Output, span: Span) -> Envelope:
+        return Envelope.create(
+            output.type,
+            time=self.clock(),
+            producer=self.producer,
+            correlation_id=output.correlation_id,
+            payload=output.payload,
+            id=output.id,
+            causation_id=output.causation_id,
+            **trace_fields(trace.set_span_in_context(span)),
+        )

@@ -1,0 +1,323 @@
+"""EventSourcedService: a pure Core driven by the event log (docs/control-plane.md, "The event-sourced
+service loop").
+
+Start: load the checkpoint (or the core's initial state at seq 0), replay LAHAR_EVENTS from seq + 1 with
+no outputs, then follow the log live, applying each event once, in order, and reconciling after every
+batch and every reconcile_interval_s. Checkpoints are written every checkpoint_every_events events or
+checkpoint_every_s seconds and at shutdown. With leader_election, every instance follows the log (a hot
+standby) but only the leader reconciles, publishes and checkpoints, its checkpoints fenced by its term.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic
+
+import nats.js.errors
+import structlog
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Tracer
+
+from shared.bus.envelope import EnvelopeError
+from shared.bus.jetstream import Bus
+from shared.bus.records import StreamRecord
+from shared.bus.streams import events_stream
+from shared.bus.subjects import EVENTS_STREAM, parse_event_subject
+from shared.runner.checkpointer import Checkpointer
+from shared.runner.config import RunnerConfig
+from shared.runner.events import span_attributes, to_event
+from shared.runner.leader import LeaderSeat, default_candidate
+from shared.runner.metrics import RunnerMetrics
+from shared.runner.publisher import Publisher
+from shared.runner_types import Core, S
+from shared.service import Service
+from shared.store.checkpoint import CheckpointStore
+from shared.store.etcd import Etcd
+from shared.telemetry.metrics import Registry, default_registry
+from shared.telemetry.tracing import extract_context, trace_headers
+
+log = structlog.get_logger(__name__)
+
+_QUEUE_EVENTS = 10_000  # backpressure on the live reader
+_REPLAY_YIELD_EVERY = 1000  # let lease renewals and health checks run during a long replay
+
+
+class EventSourcedService(Service, Generic[S]):
+    """Runs core against the log. subject_filter narrows what is applied (it must include the service's
+    own events). clock gives the `now` passed to reconcile (epoch seconds)."""
+
+    def __init__(
+        self,
+        core: Core[S],
+        bus: Bus,
+        etcd: Etcd,
+        config: RunnerConfig,
+        *,
+        subject_filter: str | None = None,
+        registry: Registry | None = None,
+        tracer: Tracer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__()
+        self.name = core.name
+        self.core = core
+        self.bus = bus
+        self.etcd = etcd
+        self.config = config
+        self.subject_filter = subject_filter
+        self.clock = clock
+        self.tracer = tracer or trace.get_tracer("lahar.runner")
+        self.metrics = RunnerMetrics(registry or default_registry(), core.name)
+        self.publisher = Publisher(
+            bus,
+            core.name,
+            self.tracer,
+            self.metrics,
+            inflight_timeout_s=config.inflight_timeout_s,
+            clock=clock,
+        )
+        self.seat = (
+            LeaderSeat(
+                etcd,
+                core.name,
+                config.instance_id or default_candidate(),
+                config.leader_lease_ttl_s,
+                self._leadership_changed,
+            )
+            if config.leader_election
+            else None
+        )
+        self.state: S = core.initial()
+        self.seq = 0  # last applied
+        self.phase = "starting"  # -> replaying -> following -> stopping -> stopped
+        self.checkpointer = Checkpointer(CheckpointStore(etcd, core.name), config, self.metrics, self.seat)
+        self._queue: asyncio.Queue[StreamRecord | None] = asyncio.Queue(_QUEUE_EVENTS)  # None: wake up
+        self._busy = False
+        self._reconcile_now = True
+        self._reconciled_seq = -1
+        self._unsettled = 0  # outputs of the last reconcile that could not be stored
+        self.metrics.leader.set(0 if self.seat else 1)
+
+    def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
+        """Coroutines run beside the loop once the state is caught up (request servers, consumers of
+        other streams). Each must return soon after self.stopping is set, its in-flight work done; an
+        exception in one crashes the service."""
+        return []
+
+    @property
+    def leading(self) -> bool:
+        """May reconcile, publish and checkpoint: always without election, else while holding a term."""
+        return self.seat is None or self.seat.fence is not None
+
+    def health(self) -> dict[str, Any]:
+        role = "active" if self.seat is None else ("leader" if self.leading else "standby")
+        return {
+            "ok": self.bus.nc.is_connected and self.phase in ("replaying", "following", "stopping"),
+            "service": self.name,
+            "phase": self.phase,
+            "role": role,
+            "seq": self.seq,
+            "checkpoint_seq": self.checkpointer.seq,
+            "outputs_in_flight": self.publisher.inflight,
+            "events_queued": self._queue.qsize(),
+        }
+
+    async def idle(self) -> bool:
+        if not self._settled():
+            return False
+        seq = self.seq
+        more = await self._log_has_more(seq)
+        # The loop may have moved while the server was asked: only an unchanged, settled loop is idle.
+        return not more and self.seq == seq and self._settled()
+
+    def _settled(self) -> bool:
+        """Nothing queued or being processed, and (as leader) the state's outputs all stored."""
+        if self.phase != "following" or self._busy or not self._queue.empty():
+            return False
+        return not (self.leading and (self._reconciled_seq != self.seq or self._unsettled))
+
+    async def _log_has_more(self, seq: int) -> bool:
+        if self.subject_filter is None:
+            return await self.bus.last_seq(EVENTS_STREAM) > seq
+        try:
+            await self.bus.jsm.get_msg(EVENTS_STREAM, seq=seq + 1, subject=self.subject_filter, next=True)
+        except nats.js.errors.NotFoundError:
+            return False
+        return True
+
+    async def serve(self) -> None:
+        try:
+            await self._recover()
+            await self._follow()
+            self.phase = "stopping"
+            if self.leading:
+                await self.checkpointer.save_if_due(self.seq, lambda: self.core.dump(self.state), final=True)
+        finally:
+            if self.seat is not None:
+                await self.seat.resign()
+            self.phase = "stopped"
+
+    async def _recover(self) -> None:
+        self.phase = "replaying"
+        await self.bus.ensure_streams([events_stream(replicas=self.config.stream_replicas)])
+        checkpoint = await self.checkpointer.store.load()
+        if checkpoint is not None:
+            try:
+                self.state = self.core.load(checkpoint.view)
+                self.seq = self.checkpointer.seq = checkpoint.seq
+            except Exception as exc:  # a checkpoint is a cache: an unreadable one only costs replay
+                log.warning("checkpoint not loadable, replaying from the start", error=repr(exc))
+                self.state, self.seq = self.core.initial(), 0
+        started, first, count = time.perf_counter(), self.seq + 1, 0
+        with self.tracer.start_as_current_span("replay", attributes={"lahar.replay.from_seq": first}):
+            async for record in self.bus.replay(EVENTS_STREAM, first, self.subject_filter):
+                self._apply(record, live=False)
+                count += 1
+                if count % _REPLAY_YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
+                if self.stopping.is_set():
+                    break
+        elapsed = time.perf_counter() - started
+        self.metrics.replay_seconds.set(elapsed)
+        log.info("replayed the log", from_seq=first, to_seq=self.seq, events=count, seconds=round(elapsed, 3))
+        self.phase = "following"
+        await self.after_replay()
+        self.progressed()
+
+    async def after_replay(self) -> None:
+        """Hook: once caught up, before the first reconcile (the node agent adopts its runtime's live
+        runs here)."""
+
+    def fold(self, change: Callable[[S], S]) -> None:
+        """Apply a pure change that does not come from the log (a runtime report, a heartbeat) and
+        reconcile promptly."""
+        self.state = change(self.state)
+        self._reconcile_now = True
+        self._wake()
+
+    async def after_reconcile(self) -> None:
+        """Hook: after each reconcile while leading (the node agent issues its runtime actions here)."""
+
+    async def _follow(self) -> None:
+        if self.stopping.is_set():
+            return
+        background = [asyncio.create_task(self._read_log()), asyncio.create_task(self._wake_on_stop())]
+        if self.seat is not None:
+            background.append(asyncio.create_task(self.seat.run()))
+        extras = [asyncio.create_task(coro) for coro in self.extra_tasks()]
+        main = asyncio.create_task(self._process())
+        try:
+            pending = {main, *background, *extras}
+            while not main.done():
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    if task is not main and task.exception() is not None:
+                        raise task.exception()  # type: ignore[misc]
+            main.result()
+            if extras:
+                await asyncio.gather(*extras)
+        finally:
+            for task in (main, *background, *extras):
+                task.cancel()
+            await asyncio.gather(main, *background, *extras, return_exceptions=True)
+
+    async def _read_log(self) -> None:
+        async for record in self.bus.follow(EVENTS_STREAM, self.seq + 1, self.subject_filter):
+            await self._queue.put(record)
+        raise RuntimeError("the live log subscription ended")
+
+    async def _wake_on_stop(self) -> None:
+        await self.stopping.wait()
+        self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(asyncio.QueueFull):  # a full queue wakes the loop anyway
+            self._queue.put_nowait(None)
+
+    def _leadership_changed(self, leading: bool) -> None:
+        self.metrics.leader.set(1 if leading else 0)
+        self.publisher.forget_inflight()
+        if leading:
+            self._reconcile_now = True
+            self._wake()
+        self.progressed()
+
+    async def _process(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_reconcile = loop.time()
+        while not self.stopping.is_set():
+            batch = await self._next_batch(max(0.0, next_reconcile - loop.time()))
+            self._busy = True
+            try:
+                for record in batch:
+                    self._apply(record, live=True)
+                if self.stopping.is_set():
+                    break  # take no new decisions; the next leader reconciles whatever is left
+                if batch or self._reconcile_now or loop.time() >= next_reconcile:
+                    self._reconcile_now = False
+                    next_reconcile = loop.time() + self.config.reconcile_interval_s
+                    if self.leading:
+                        await self._reconcile()
+                if self.leading:
+                    await self.checkpointer.save_if_due(self.seq, lambda: self.core.dump(self.state))
+            finally:
+                self._busy = False
+                self.progressed()
+
+    async def _next_batch(self, timeout_s: float) -> list[StreamRecord]:
+        try:
+            first = await asyncio.wait_for(self._queue.get(), timeout_s)
+        except TimeoutError:
+            return []
+        items = [first]
+        while len(items) < self.config.max_batch_events and not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        return [item for item in items if item is not None]
+
+    def _apply(self, record: StreamRecord, *, live: bool) -> None:
+        if record.seq <= self.seq:
+            return  # applied already (a redelivery): an event is never applied twice
+        try:
+            env = record.envelope()
+            ref = parse_event_subject(record.subject)
+        except (EnvelopeError, ValueError) as exc:
+            # Not an event (a bug of some writer): nothing can be folded from it, and stopping here
+            # would stall the service forever.
+            log.error("skipping a log record that is not an event", seq=record.seq, error=str(exc))
+            self.metrics.events_skipped.labels(self.name).inc()
+            self.seq = record.seq
+            return
+        event = to_event(record.seq, ref, env)
+        if live:
+            with self.tracer.start_as_current_span(
+                f"apply {env.type}",
+                context=extract_context(env),
+                kind=SpanKind.CONSUMER,
+                attributes=span_attributes(event),
+            ):
+                self.state = self.core.apply(self.state, event)
+                # Outputs this event causes become children of this span.
+                self.publisher.seen(env.id, trace_headers().get("traceparent"))
+        else:
+            # Replay is not traced per event (it would graft old events onto their traces again).
+            self.state = self.core.apply(self.state, event)
+            self.publisher.seen(env.id, env.traceparent)
+        self.seq = record.seq
+        self.metrics.applied("live" if live else "replay", record.seq)
+
+    async def _reconcile(self) -> None:
+        started = time.perf_counter()
+        seq = self.seq
+        outputs = self.core.reconcile(self.state, self.clock())
+        self._unsettled = await self.publisher.publish(outputs, lambda: self.leading)
+        self._reconciled_seq = seq
+        await self.after_reconcile()
+        self.metrics.reconcile_seconds.observe(time.perf_counter() - started)
+
+    async def checkpoint(self) -> None:
+        """Save (state, seq) now, fenced by the leadership term when elected; raises FencedOut when this
+        instance does not (or no longer) lead."""
+        await self.checkpointer.save(self.core.dump(self.state), self.seq)  # dump and seq: the same moment

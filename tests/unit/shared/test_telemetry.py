@@ -1,0 +1,262 @@
+"""Telemetry: the Prometheus text format, the /metrics + /healthz endpoint, JSON logs carrying the
+current span, and W3C trace context carried by envelopes."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import structlog
+from opentelemetry import trace
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from shared.bus.envelope import Envelope
+from shared.telemetry.logs import setup_logging
+from shared.telemetry.metrics import MetricsServer, Registry, exponential_buckets
+from shared.telemetry.tracing import (
+    JOB_ATTRIBUTE,
+    POD_ATTRIBUTE,
+    extract_context,
+    setup_tracing,
+    trace_fields,
+    trace_headers,
+)
+
+
+def test_counters_and_gauges_render_in_the_text_format() -> None:
+    registry = Registry()
+    scheduled = registry.counter("volcano_schedule_attempts_total", "Scheduling attempts", ("result",))
+    scheduled.labels("scheduled").inc(3)
+    scheduled.labels(result="error").inc()
+    registry.gauge("volcano_unschedule_job_count", "Jobs that could not be scheduled").set(2.5)
+    registry.gauge("lahar_odd_label", "help with \\ and\nnewline", ("v",)).labels('a"b\\c\nd').set(-1)
+    assert registry.render() == (
+        "# HELP lahar_odd_label help with \\\\ and\\nnewline\n"
+        "# TYPE lahar_odd_label gauge\n"
+        'lahar_odd_label{v="a\\"b\\\\c\\nd"} -1\n'
+        "# HELP volcano_schedule_attempts_total Scheduling attempts\n"
+        "# TYPE volcano_schedule_attempts_total counter\n"
+        'volcano_schedule_attempts_total{result="error"} 1\n'
+        'volcano_schedule_attempts_total{result="scheduled"} 3\n'
+        "# HELP volcano_unschedule_job_count Jobs that could not be scheduled\n"
+        "# TYPE volcano_unschedule_job_count gauge\n"
+        "volcano_unschedule_job_count 2.5\n"
+    )
+
+
+def test_histograms_render_cumulative_buckets() -> None:
+    registry = Registry()
+    latency = registry.histogram(
+        "volcano_e2e_scheduling_latency_milliseconds",
+        "Session latency",
+        buckets=exponential_buckets(1, 10, 3),
+    )
+    for value in (0.5, 5, 7, 5000):
+        latency.observe(value)
+    assert registry.render().splitlines()[2:] == [
+        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="1"} 1',
+        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="10"} 3',
+        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="100"} 3',
+        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="+Inf"} 4',
+        "volcano_e2e_scheduling_latency_milliseconds_sum 5012.5",
+        "volcano_e2e_scheduling_latency_milliseconds_count 4",
+    ]
+    per_action = registry.histogram("volcano_action_scheduling_latency_milliseconds", "", ("action",), (1.0,))
+    per_action.labels("allocate").observe(2)
+    assert (
+        'volcano_action_scheduling_latency_milliseconds_bucket{action="allocate",le="+Inf"} 1'
+        in registry.render()
+    )
+
+
+@pytest.mark.parametrize(
+    ("define", "error"),
+    [
+        (lambda r: r.counter("bad name", ""), "invalid metric name"),
+        (lambda r: r.counter("ok", "", ("bad-label",)), "invalid label name"),
+        (lambda r: r.histogram("h", "", ("le",)), "reserved"),
+        (lambda r: r.gauge("lahar_x_total", ""), "already defined as a counter"),
+        (lambda r: r.counter("lahar_x_total", "", ("other",)), "already defined"),
+        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels("a", "b"), "has labels"),
+        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels(wrong="a"), "has labels"),
+        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels("a").inc(-1), "only goes up"),
+        (lambda r: r.histogram("lahar_h", "", (), (1.0, 1.0)), "distinct"),
+        (lambda r: exponential_buckets(0, 2, 3), "start > 0"),
+    ],
+)
+def test_invalid_definitions_are_refused(define: Any, error: str) -> None:
+    registry = Registry()
+    registry.counter("lahar_x_total", "", ("kind",))
+    with pytest.raises(ValueError, match=error):
+        define(registry)
+
+
+def test_defining_a_metric_again_returns_the_same_one() -> None:
+    registry = Registry()
+    first = registry.counter("lahar_events_total", "Events", ("service",))
+    first.labels("a").inc()
+    assert registry.counter("lahar_events_total", "Events", ("service",)) is first
+    assert registry.get("lahar_events_total").labels("a").value == 1
+
+
+async def http_get(port: int, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"{method} {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+    await writer.drain()
+    raw = await reader.read()
+    writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode().split("\r\n")
+    headers = dict(line.split(": ", 1) for line in header_lines)
+    return int(status_line.split()[1]), headers, body
+
+
+async def test_the_endpoint_serves_metrics_and_health() -> None:
+    registry = Registry()
+    registry.counter("lahar_requests_total", "Requests").inc()
+    health: dict[str, Any] = {"ok": True, "seq": 7}
+    server = MetricsServer(registry, lambda: health)
+    await server.start()
+    try:
+        assert server.port > 0
+        status, headers, body = await http_get(server.port, "/metrics")
+        assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        assert b"lahar_requests_total 1\n" in body
+        assert int(headers["Content-Length"]) == len(body)
+
+        status, headers, body = await http_get(server.port, "/healthz?verbose=1")
+        assert (status, headers["Content-Type"], json.loads(body)) == (200, "application/json", health)
+        health["ok"] = False
+        status, _, body = await http_get(server.port, "/healthz")
+        assert (status, json.loads(body)["ok"]) == (503, False)
+
+        assert (await http_get(server.port, "/nope"))[0] == 404
+        assert (await http_get(server.port, "/metrics", "POST"))[0] == 405
+        status, _, body = await http_get(server.port, "/metrics", "HEAD")
+        assert (status, body) == (200, b"")
+    finally:
+        await server.close()
+
+
+async def test_a_failing_health_check_reports_unhealthy() -> None:
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("nats gone")
+
+    server = MetricsServer(Registry(), broken)
+    await server.start()
+    try:
+        status, _, body = await http_get(server.port, "/healthz")
+        assert status == 503 and "nats gone" in json.loads(body)["error"]
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+def log_stream() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    setup_logging("binder", level="info", stream=stream)
+    yield stream
+    structlog.reset_defaults()
+    root.handlers, root.level = saved[0], saved[1]
+
+
+def lines(stream: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_logs_are_json_lines_with_the_current_span(log_stream: io.StringIO) -> None:
+    tracer = setup_tracing("binder", InMemorySpanExporter(), set_global=False).get_tracer("tests")
+    log = structlog.get_logger("tests")
+    log.info("outside any span", plan="p1")
+    log.debug("below the level")
+    with tracer.start_as_current_span(
+        "bind", attributes={JOB_ATTRIBUTE: "default/train", POD_ATTRIBUTE: "default/train-0"}
+    ) as span:
+        log.warning("bound", node="n1")
+        logging.getLogger("nats.aio.client").error("library message %s", "via stdlib")
+    first, second, third = lines(log_stream)
+    assert {k: first[k] for k in ("event", "level", "service", "plan")} == {
+        "event": "outside any span",
+        "level": "info",
+        "service": "binder",
+        "plan": "p1",
+    }
+    assert "timestamp" in first and "trace_id" not in first
+    ctx = span.get_span_context()
+    expected = {
+        "trace_id": format(ctx.trace_id, "032x"),
+        "span_id": format(ctx.span_id, "016x"),
+        "job": "default/train",
+        "pod": "default/train-0",
+        "service": "binder",
+    }
+    assert {k: second[k] for k in expected} == expected and second["level"] == "warning"
+    assert {k: third[k] for k in expected} == expected
+    assert (third["event"], third["level"], third["logger"]) == (
+        "library message via stdlib",
+        "error",
+        "nats.aio.client",
+    )
+
+
+def test_explicit_context_wins_over_the_span(log_stream: io.StringIO) -> None:
+    tracer = setup_tracing("binder", InMemorySpanExporter(), set_global=False).get_tracer("tests")
+    with tracer.start_as_current_span("x", attributes={JOB_ATTRIBUTE: "a/b"}):
+        structlog.contextvars.bind_contextvars(pod="ns/p")
+        try:
+            structlog.get_logger().info("hello", job="explicit")
+        finally:
+            structlog.contextvars.clear_contextvars()
+    (line,) = lines(log_stream)
+    assert (line["job"], line["pod"]) == ("explicit", "ns/p")
+
+
+def test_an_envelope_carries_the_producers_span_to_the_consumer() -> None:
+    exporter = InMemorySpanExporter()
+    tracer = setup_tracing("admission", exporter, set_global=False).get_tracer("tests")
+    assert trace_headers() == {} and trace_fields() == {"traceparent": None, "tracestate": None}
+    with tracer.start_as_current_span("accept") as producer:
+        env = Envelope.create(
+            "JobSubmitted", time=1.0, producer="admission", correlation_id="ns/j", **trace_fields()
+        )
+        headers = trace_headers()
+    decoded = Envelope.decode(env.encode())
+    assert headers["traceparent"] == decoded.traceparent
+    for carrier in (decoded, headers):
+        with tracer.start_as_current_span("consume", context=extract_context(carrier)) as consumer:
+            pass
+        assert consumer.get_span_context().trace_id == producer.get_span_context().trace_id
+        assert consumer.parent is not None and consumer.parent.span_id == producer.get_span_context().span_id
+    resource = exporter.get_finished_spans()[0].resource.attributes
+    assert resource["service.name"] == "admission"
+
+
+def test_missing_or_invalid_context_starts_a_new_trace() -> None:
+    tracer = setup_tracing("x", InMemorySpanExporter(), set_global=False).get_tracer("tests")
+    for carrier in ({}, {"traceparent": "garbage"}, object()):
+        with tracer.start_as_current_span("root", context=extract_context(carrier)) as span:
+            assert span.parent is None
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+def test_otlp_export_needs_the_exporter_package(log_stream: io.StringIO) -> None:
+    try:
+        importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+        pytest.skip("the OTLP exporter is installed here")
+    except ImportError:
+        pass
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+    provider = setup_tracing("x", set_global=False, env=env)
+    assert provider.resource.attributes["service.name"] == "x"
+    (line,) = lines(log_stream)
+    assert "no OTLP exporter is installed" in line["event"]
+    setup_tracing("x", set_global=False, env={})
+    assert len(lines(log_stream)) == 1  # no endpoint: nothing to say
