@@ -27,7 +27,7 @@ class ServiceSpec:
     module: str
     args: tuple[str, ...] = ()
 
-    def command(self, nats_url: str, etcd: str, metrics_port: int, data_dir: Path) -> list[str]:
+    def command(self, nats_url: str, etcd: str, metrics_port: int) -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -38,8 +38,6 @@ class ServiceSpec:
             etcd,
             "--metrics-port",
             str(metrics_port),
-            "--data-dir",
-            str(data_dir),
             *self.args,
         ]
 
