@@ -57,7 +57,7 @@ def run_up(args: argparse.Namespace) -> int:
         )
         return 1
     if not args.detach:
-        specs = service_specs(args.sim_nodes, socket.gethostname(), args.replicas)
+        specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas)
 
         def ready(state: StackState) -> None:
             print(describe(state) + "\nready; Ctrl-C stops the stack", flush=True)

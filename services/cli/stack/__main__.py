@@ -17,8 +17,9 @@ def main() -> int:
     parser.add_argument("--sim-nodes", type=int, default=0)
     parser.add_argument("--replicas", type=int, default=1)
     args = parser.parse_args()
-    specs = service_specs(args.sim_nodes, socket.gethostname(), args.replicas)
-    return asyncio.run(Supervisor(lahar_home(args.home), specs).run())
+    home = lahar_home(args.home)
+    specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas)
+    return asyncio.run(Supervisor(home, specs).run())
 
 
 if __name__ == "__main__":

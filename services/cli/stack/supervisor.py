@@ -23,15 +23,13 @@ STOP_GRACE_S = 10.0
 HEALTH_TIMEOUT_S = 60.0
 
 
-def service_specs(sim_nodes: int, node_name: str, replicas: int) -> list[ServiceSpec]:
+def service_specs(home: Path, sim_nodes: int, node_name: str, replicas: int) -> list[ServiceSpec]:
+    agent_dir = ("--data-dir", str(home / "data" / "node-agent"))
     if sim_nodes:
-        agent = ServiceSpec(
-            "node-agent", "services.node_agent", ("--runtime", "sim", "--sim-nodes", str(sim_nodes))
-        )
+        agent_args = ("--runtime", "sim", "--sim-nodes", str(sim_nodes), *agent_dir)
     else:
-        agent = ServiceSpec(
-            "node-agent", "services.node_agent", ("--runtime", "process", "--node-name", node_name)
-        )
+        agent_args = ("--runtime", "process", "--node-name", node_name, *agent_dir)
+    agent = ServiceSpec("node-agent", "services.node_agent", agent_args)
     schedulers = [
         ServiceSpec(f"scheduler-{i}", "services.scheduler", ("--replica-id", f"scheduler-{i}"))
         for i in range(replicas)
@@ -104,9 +102,7 @@ class Supervisor:
     async def _spawn(self, spec: ServiceSpec, logs: Path) -> None:
         port = free_port()
         log_path = logs / f"{spec.name}.log"
-        data_dir = self.home / "data" / spec.name
-        data_dir.mkdir(parents=True, exist_ok=True)
-        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, data_dir)
+        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port)
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
