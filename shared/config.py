@@ -71,12 +71,21 @@ class ServiceConfig:
 
     @property
     def etcd_host_port(self) -> tuple[str, int]:
-        """etcd_endpoint as (host, port); accepts ``host:port`` with or without ``http://``."""
-        endpoint = self.etcd_endpoint.removeprefix("http://")
-        host, sep, port = endpoint.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"expected host:port, got {self.etcd_endpoint!r}")
-        return host, int(port)
+        """The first etcd endpoint as (host, port)."""
+        return self.etcd_endpoints[0]
+
+    @property
+    def etcd_endpoints(self) -> list[tuple[str, int]]:
+        """etcd_endpoint as (host, port) pairs: a comma-separated list of ``host:port``, each with or
+        without ``http://`` (the members of an etcd cluster, tried in order)."""
+        out = []
+        for item in self.etcd_endpoint.split(","):
+            endpoint = item.strip().removeprefix("http://")
+            host, sep, port = endpoint.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"expected host:port, got {item.strip()!r}")
+            out.append((host, int(port)))
+        return out
 
 
 def env_name(field: str) -> str:

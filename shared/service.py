@@ -127,17 +127,24 @@ ServiceFactory = Callable[[C, contextlib.AsyncExitStack], Awaitable[Service]]
 
 async def connect_bus(config: ServiceConfig, stack: contextlib.AsyncExitStack, *, name: str) -> Bus:
     """A bus connection closed when the stack unwinds (after the service's drain)."""
-    bus = await Bus.connect(config.nats_url, name=name)
+    # a comma-separated list names several servers of a NATS cluster; the client fails over among them
+    bus = await Bus.connect([url.strip() for url in config.nats_url.split(",")], name=name)
     stack.push_async_callback(bus.close)
     return bus
 
 
 async def connect_etcd(config: ServiceConfig, stack: contextlib.AsyncExitStack) -> Etcd:
     """An etcd client closed when the stack unwinds (after the service's drain)."""
-    host, port = config.etcd_host_port
-    etcd = await Etcd.connect(host, port)
-    stack.push_async_callback(etcd.close)
-    return etcd
+    last_error: Exception | None = None
+    for host, port in config.etcd_endpoints:  # the first cluster member that answers
+        try:
+            etcd = await Etcd.connect(host, port)
+        except Exception as exc:
+            last_error = exc
+            continue
+        stack.push_async_callback(etcd.close)
+        return etcd
+    raise ConnectionError(f"no etcd endpoint of {config.etcd_endpoint!r} answered: {last_error}")
 
 
 def run_main(

@@ -163,3 +163,11 @@ def test_help_lists_the_generated_flags(capsys: pytest.CaptureFixture[str]) -> N
 def test_the_config_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         load().replicas = 2  # type: ignore[misc]
+
+
+def test_etcd_endpoints_list_the_members_of_a_cluster_in_order() -> None:
+    config = load(["--etcd-endpoint", "etcd-1:2379, http://etcd-2:2379,etcd-3:2379"])
+    assert config.etcd_endpoints == [("etcd-1", 2379), ("etcd-2", 2379), ("etcd-3", 2379)]
+    assert config.etcd_host_port == ("etcd-1", 2379)
+    with pytest.raises(ValueError, match="expected host:port, got 'etcd-2'"):
+        _ = load(["--etcd-endpoint", "etcd-1:2379,etcd-2"]).etcd_endpoints
