@@ -171,6 +171,15 @@ class EventSourcedService(Service, Generic[S]):
             except Exception as exc:  # a checkpoint is a cache: an unreadable one only costs replay
                 log.warning("checkpoint not loadable, replaying from the start", error=repr(exc))
                 self.state, self.seq = self.core.initial(), 0
+            last = await self.bus.last_seq(EVENTS_STREAM)
+            if self.seq > last:
+                # a checkpoint of a log that no longer exists (the stream was recreated): following from
+                # its seq would silently skip every event of the new log
+                log.warning(
+                    "checkpoint is ahead of the log, replaying from the start", seq=self.seq, last=last
+                )
+                self.state, self.seq = self.core.initial(), 0
+                self.checkpointer.seq = 0
         started, first, count = time.perf_counter(), self.seq + 1, 0
         with self.tracer.start_as_current_span("replay", attributes={"lahar.replay.from_seq": first}):
             async for record in self.bus.replay(EVENTS_STREAM, first, self.subject_filter):

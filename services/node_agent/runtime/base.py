@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from contracts.objects import FROZEN_EMPTY, Pod
-from services.node_agent.core.state import Observation, RuntimeAction, Start
+from services.node_agent.core.state import Observation
 
 
 class Runtime(Protocol):
@@ -48,11 +48,3 @@ class Runtime(Protocol):
     async def close(self) -> None:
         """Stop watching; runs go on (they outlive the agent, and the next one adopts them)."""
         ...
-
-
-async def perform(runtime: Runtime, action: RuntimeAction) -> None:
-    """Issue one of the core's commands (the job plugins' env and files will be passed here)."""
-    if isinstance(action, Start):
-        await runtime.start(action.spec, action.run_id)
-    else:
-        await runtime.stop(action.pod, action.run_id, action.grace_s)

@@ -10,8 +10,8 @@ import pytest
 
 from contracts.objects import Container, ObjectMeta, Pod, PodSpec, frozen_map
 from contracts.resources import Resources
-from services.node_agent.core.state import Observation, Start, Stop
-from services.node_agent.runtime.base import Runtime, perform
+from services.node_agent.core.state import Observation
+from services.node_agent.runtime.base import Runtime
 from services.node_agent.runtime.sim import SimRuntime, hollow_nodes
 from services.simulator.world import SIM_DURATION, SIM_EXIT_CODE
 
@@ -124,11 +124,3 @@ def test_hollow_nodes_and_the_protocol() -> None:
     )
     runtime: Runtime = SimRuntime()
     assert isinstance(runtime.observations, asyncio.Queue)
-
-
-async def test_perform_issues_the_cores_commands(runtime: SimRuntime) -> None:
-    await perform(runtime, Start("default/p", "r1", pod("p")))
-    assert await runtime.running() == {"default/p": "r1"}
-    await perform(runtime, Stop("default/p", "r1", 5.0))
-    reports = [await next_report(runtime) for _ in range(2)]
-    assert [(r.run_id, r.kind) for r in reports] == [("r1", "started"), ("r1", "stopped")]

@@ -1,0 +1,105 @@
+"""The node agent's configuration and the nodes it hosts.
+
+`--runtime process` hosts one node, `--node-name` (default: this machine's host name), whose allocatable
+is this machine's (cpu count, MemTotal of /proc/meminfo, 110 pods) unless `--node-cpu`, `--node-memory`,
+`--node-pods` say otherwise; its pods run as local processes under `--data-dir`. `--runtime sim` hosts
+`--sim-nodes` hollow nodes `<sim-prefix>-0..N-1` (32 cpu, 256Gi, 110 pods each by default) whose pods only
+pretend to run, for `--time-scale` times their simulated duration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from pathlib import Path
+
+from contracts.objects import Node, ObjectMeta, frozen_map
+from contracts.resources import Resources, parse_quantity
+from services.node_agent.runtime.sim import hollow_nodes
+from shared.runner import RunnerConfig
+
+RUNTIMES = ("process", "sim")
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NodeAgentConfig(RunnerConfig):
+    """lahar node agent: runs the pods bound to its nodes and reports their phases."""
+
+    runtime: str = "process"  # process | sim
+    data_dir: str = ""  # the process runtime's pod directories (required with it)
+    node_name: str = ""  # process runtime: the node's name; empty: this machine's host name
+    node_cpu: str = ""  # a quantity ("8", "7500m"); empty: this machine's cpu count
+    node_memory: str = ""  # a quantity ("16Gi"); empty: this machine's MemTotal
+    node_pods: int = 110
+    sim_nodes: int = 10
+    sim_prefix: str = "sim"
+    sim_cpu: str = "32"
+    sim_memory: str = "256Gi"
+    sim_pods: int = 110
+    time_scale: float = 1.0  # sim runtime: multiplies every simulated duration
+    agent_id: str = ""  # names the agent (its checkpoint key); empty: the node name, or the sim prefix
+    heartbeat_interval_s: float = 2.0
+    default_grace_s: float = 30.0  # for pods without terminationGracePeriodSeconds
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if self.runtime not in RUNTIMES:
+            problems.append(f"runtime: expected one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
+        if self.runtime == "process" and not self.data_dir:
+            problems.append("data_dir: required with the process runtime")
+        for name in ("node_cpu", "node_memory", "sim_cpu", "sim_memory"):
+            value = getattr(self, name)
+            if value:
+                try:
+                    parse_quantity(value)
+                except ValueError as exc:
+                    problems.append(f"{name}: {exc}")
+        for name in ("node_pods", "sim_nodes", "sim_pods"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name}: expected an integer >= 1, got {getattr(self, name)}")
+        if self.heartbeat_interval_s <= 0:
+            interval = self.heartbeat_interval_s
+            problems.append(f"heartbeat_interval_s: expected a positive number, got {interval}")
+        for name in ("time_scale", "default_grace_s"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name}: expected a number >= 0, got {getattr(self, name)}")
+        return problems
+
+    @property
+    def agent(self) -> str:
+        if self.agent_id:
+            return self.agent_id
+        return self.sim_prefix if self.runtime == "sim" else local_node_name(self)
+
+
+def local_node_name(config: NodeAgentConfig) -> str:
+    return config.node_name or socket.gethostname()
+
+
+def agent_nodes(config: NodeAgentConfig) -> tuple[Node, ...]:
+    if config.runtime == "sim":
+        allocatable = Resources.parse(
+            {"cpu": config.sim_cpu, "memory": config.sim_memory, "pods": config.sim_pods}
+        )
+        return hollow_nodes(config.sim_nodes, allocatable, prefix=config.sim_prefix)
+    allocatable = Resources.parse(
+        {
+            "cpu": config.node_cpu or str(os.cpu_count() or 1),
+            "memory": config.node_memory or str(machine_memory_bytes()),
+            "pods": config.node_pods,
+        }
+    )
+    name = local_node_name(config)
+    meta = ObjectMeta(name=name, namespace="", labels=frozen_map({HOSTNAME_LABEL: name}))
+    return (Node(meta=meta, allocatable=allocatable, capacity=allocatable),)
+
+
+def machine_memory_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """MemTotal of /proc/meminfo (Linux reports it in KiB)."""
+    for line in meminfo.read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name == "MemTotal":
+            return int(value.split()[0]) * 1024
+    raise ValueError(f"no MemTotal in {meminfo}")

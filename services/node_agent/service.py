@@ -1,0 +1,242 @@
+"""The node agent service: the node agent's core on the event-sourced loop, driving a runtime.
+
+Start-up follows the restart rule of core/core.py: the loop replays the log (from the checkpoint, if any);
+`after_replay` asks the runtime which runs are alive and folds them with `recover`, then folds every
+observation the runtime has queued; only then comes the first reconcile, and after every reconcile
+`after_reconcile` takes the core's runtime actions (`plan_actions`) and performs them, a Start with the
+environment and files of the job's plugins. Runtime reports arriving later are folded as they come.
+Beside the loop run the heartbeats (heartbeat.py) and the logs API (logs_api.py).
+
+There is no leader election: each agent owns its nodes (one agent per node set and data dir), and its
+checkpoint key is its core's name, `node-agent.<agent>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import structlog
+from opentelemetry.trace import Tracer
+
+from contracts.codec import decode
+from contracts.objects import Pod
+from services.job_controller.core.expand import JOB_NAME
+from services.job_controller.core.plugins import pod_environment
+from services.node_agent.agent_core import AgentCore, AgentView
+from services.node_agent.config import NodeAgentConfig, agent_nodes
+from services.node_agent.core.core import NodeAgentCore
+from services.node_agent.core.state import ENDED, LOST, STARTED, Observation, RuntimeAction, Start
+from services.node_agent.heartbeat import send_heartbeats
+from services.node_agent.logs_api import PodLogs, serve_logs
+from services.node_agent.runtime import workdir
+from services.node_agent.runtime.base import Runtime
+from services.node_agent.runtime.process import ProcessRuntime
+from services.node_agent.runtime.sim import SimRuntime
+from shared.bus.jetstream import Bus
+from shared.runner import EventSourcedService
+from shared.service import connect_bus, connect_etcd
+from shared.store.etcd import Etcd
+from shared.telemetry.metrics import Registry, default_registry
+from shared.telemetry.tracing import JOB_ATTRIBUTE, POD_ATTRIBUTE, extract_context
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+
+class NodeAgentService(EventSourcedService[AgentView]):
+    """`data_dir` is the process runtime's (plugin files and logs live there); None for a runtime that
+    writes no files and keeps no logs (sim)."""
+
+    def __init__(
+        self,
+        core: AgentCore,
+        runtime: Runtime,
+        bus: Bus,
+        etcd: Etcd,
+        config: NodeAgentConfig,
+        *,
+        data_dir: Path | None,
+        registry: Registry | None = None,
+        tracer: Tracer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        registry = registry or default_registry()
+        super().__init__(core, bus, etcd, config, registry=registry, tracer=tracer, clock=clock)
+        self.agent_core = core
+        self.runtime = runtime
+        self.agent_config = config
+        self.data_dir = None if data_dir is None else data_dir.resolve()
+        agent = config.agent
+        self.running_pods = registry.gauge(
+            "kubelet_running_pods", "Pods whose containers run (kubelet's name)", ("agent",)
+        ).labels(agent)
+        self.actions = registry.counter(
+            "lahar_node_agent_runtime_actions_total", "Runtime commands issued", ("agent", "action")
+        )
+        self.heartbeats = registry.counter(
+            "lahar_node_agent_heartbeats_total", "Node heartbeats published", ("agent",)
+        ).labels(agent)
+
+    # --- lifecycle --------------------------------------------------------------------------------
+    async def serve(self) -> None:
+        try:
+            await super().serve()
+        finally:
+            await self.runtime.close()  # stops watching; the runs go on for the next agent to adopt
+
+    def health(self) -> dict[str, Any]:
+        return {
+            **super().health(),
+            "runtime": self.agent_config.runtime,
+            "nodes": len(self.agent_core.inner.nodes),
+            "runs": len(self.state.agent.runs),
+        }
+
+    async def idle(self) -> bool:
+        return self.runtime.observations.empty() and await super().idle()
+
+    def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
+        return [
+            self._follow_runtime(),
+            send_heartbeats(
+                self.bus.nc,
+                list(self.agent_core.inner.nodes),
+                self.agent_config.agent,
+                self.agent_config.heartbeat_interval_s,
+                self.clock,
+                self.stopping,
+                on_sent=self.heartbeats.inc,
+            ),
+            serve_logs(self.bus.nc, self.pod_logs, self.stopping),
+        ]
+
+    # --- the hooks of the loop --------------------------------------------------------------------
+    async def after_replay(self) -> None:
+        alive = await self.runtime.running()
+        self.fold(lambda state: self.agent_core.recover(state, alive))
+        drained = 0
+        while not self.runtime.observations.empty():
+            self._observed(self.runtime.observations.get_nowait())
+            drained += 1
+        log.info("adopted the runtime's runs", alive=len(alive), reports=drained)
+
+    async def after_reconcile(self) -> None:
+        self.state, actions = self.agent_core.plan_actions(self.state)
+        for action in actions:
+            await self._perform(action)
+        self.running_pods.set(sum(run.observed == STARTED for run in self.state.agent.runs.values()))
+
+    # --- the runtime ------------------------------------------------------------------------------
+    async def _follow_runtime(self) -> None:
+        while (observation := await self._unless_stopping(self.runtime.observations.get())) is not None:
+            self._observed(observation)
+
+    def _observed(self, observation: Observation) -> None:
+        now = self.clock()
+        self.fold(lambda state: self.agent_core.observe(state, observation, now))
+
+    async def _unless_stopping(self, awaitable: Awaitable[T]) -> T | None:
+        """The awaitable's result, or None once the service is stopping."""
+        work = asyncio.ensure_future(awaitable)
+        stop = asyncio.ensure_future(self.stopping.wait())
+        try:
+            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if work.done():
+            return work.result()
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await work
+        return None
+
+    async def _perform(self, action: RuntimeAction) -> None:
+        """Issue one runtime command in a span that joins the trace of the event that decided it."""
+        traceparent = self.state.traces.get(action.run_id)
+        context = extract_context({"traceparent": traceparent}) if traceparent else None
+        attributes = {POD_ATTRIBUTE: action.pod, "lahar.run.id": action.run_id}
+        kind = "start" if isinstance(action, Start) else "stop"
+        self.actions.labels(self.agent_config.agent, kind).inc()
+        log.debug(f"{kind} pod", pod=action.pod, run=action.run_id)
+        if isinstance(action, Start):
+            job = action.spec.meta.annotations.get(JOB_NAME)
+            if job:
+                attributes[JOB_ATTRIBUTE] = f"{action.spec.meta.namespace}/{job}"
+            with self.tracer.start_as_current_span("start pod", context=context, attributes=attributes):
+                env, files = self._plugin_environment(action)
+                await self.runtime.start(action.spec, action.run_id, env=env, files=files)
+        else:
+            with self.tracer.start_as_current_span("stop pod", context=context, attributes=attributes):
+                await self.runtime.stop(action.pod, action.run_id, action.grace_s)
+
+    def _plugin_environment(self, start: Start) -> tuple[dict[str, str], dict[str, bytes]]:
+        """What the job's plugins give the pod; nothing for a runtime that ignores env and files."""
+        job = self.agent_core.job_of(self.state, start.spec)
+        if job is None or self.data_dir is None:
+            return {}, {}
+        return pod_environment(job, start.spec, str(workdir.pod_dir(self.data_dir, start.pod)))
+
+    # --- the logs API -----------------------------------------------------------------------------
+    def pod_logs(self, key: str) -> PodLogs | None:
+        """What the logs API may say about a pod: a pod this agent runs, or one whose directory (and run
+        record) the process runtime kept after it ended."""
+        run = self.state.agent.runs.get(key)
+        if run is not None and run.pod is not None:
+            done = run.observed in ENDED or run.observed == LOST
+            return PodLogs(self._pod_dir(key), _containers(run.pod), done)
+        directory = self._pod_dir(key)
+        record = None if directory is None else workdir.read_record(directory)
+        if record is None:
+            return None
+        try:
+            pod = decode(Pod, record.pod)
+        except ValueError:
+            return None
+        return PodLogs(directory, _containers(pod), done=record.outcome is not None)
+
+    def _pod_dir(self, key: str) -> Path | None:
+        if self.data_dir is None:
+            return None
+        try:
+            return workdir.pod_dir(self.data_dir, key)
+        except ValueError:
+            return None
+
+
+def _containers(pod: Pod) -> tuple[str, ...]:
+    return tuple(c.name for c in (*pod.spec.containers, *pod.spec.init_containers))
+
+
+def make_service(
+    config: NodeAgentConfig,
+    bus: Bus,
+    etcd: Etcd,
+    *,
+    registry: Registry | None = None,
+    tracer: Tracer | None = None,
+) -> NodeAgentService:
+    nodes = agent_nodes(config)
+    core = AgentCore(NodeAgentCore(config.agent, nodes, default_grace_s=config.default_grace_s))
+    runtime: Runtime
+    data_dir: Path | None
+    if config.runtime == "sim":
+        runtime, data_dir = SimRuntime(time_scale=config.time_scale), None
+    else:
+        data_dir = Path(config.data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        runtime = ProcessRuntime(data_dir)
+    return NodeAgentService(
+        core, runtime, bus, etcd, config, data_dir=data_dir, registry=registry, tracer=tracer
+    )
+
+
+async def build(config: NodeAgentConfig, stack: contextlib.AsyncExitStack) -> NodeAgentService:
+    """The factory `python -m services.node_agent` runs (shared.service.run_main)."""
+    bus = await connect_bus(config, stack, name=f"node-agent-{config.agent}")
+    etcd = await connect_etcd(config, stack)
+    return make_service(config, bus, etcd)

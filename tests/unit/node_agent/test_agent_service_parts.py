@@ -1,0 +1,165 @@
+"""The pure parts of the node agent service: the jobs and traces its core folds beside NodeAgentCore's
+state, the logs API's replies, and the heartbeat format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.codec import encode_object
+from contracts.objects import Container, Job, Node, ObjectMeta, PodSpec, PodTemplate, TaskSpec, frozen_map
+from contracts.resources import Resources
+from services.job_controller.core.expand import default_job, pod_for
+from services.node_agent.agent_core import AgentCore, AgentView
+from services.node_agent.core.core import NodeAgentCore
+from services.node_agent.heartbeat import (
+    Heartbeat,
+    decode_heartbeat,
+    encode_heartbeat,
+    heartbeat_subject,
+    node_of_subject,
+)
+from services.node_agent.logs_api import PodLogs, answer, logs_subject, pod_of_subject, read_chunk
+from shared.runner_types import Event
+
+TRACE_A = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+TRACE_B = "00-1bf7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01"
+
+
+def make_job(name: str, **plugins: list[str]) -> Job:
+    spec = PodSpec(containers=(Container("main", command=("true",)),))
+    task = TaskSpec(name="worker", replicas=2, template=PodTemplate(spec=spec))
+    return default_job(
+        Job(
+            meta=ObjectMeta(name=name),
+            tasks=(task,),
+            plugins=frozen_map({k: tuple(v) for k, v in plugins.items()}),
+        )
+    )
+
+
+class Harness:
+    def __init__(self) -> None:
+        node = Node(meta=ObjectMeta(name="n1", namespace=""), allocatable=Resources.parse({"cpu": "4"}))
+        self.core = AgentCore(NodeAgentCore("a1", (node,)))
+        self.state: AgentView = self.core.initial()
+        self.seq = 0
+
+    def event(self, event_type: str, kind: str, name: str, payload: dict[str, Any], **fields: Any) -> Event:
+        self.seq += 1
+        event = Event(
+            seq=self.seq,
+            type=event_type,
+            kind=kind,
+            namespace="default",
+            name=name,
+            payload=payload,
+            id=fields.pop("id", f"e{self.seq}"),
+            time=float(self.seq),
+            correlation_id=name,
+            **fields,
+        )
+        self.state = self.core.apply(self.state, event)
+        return event
+
+    def job(self, event_type: str, job: Job) -> None:
+        self.event(event_type, "job", job.meta.name, {"object": encode_object(job)})
+
+
+def test_only_jobs_with_plugins_are_kept_until_deleted_or_updated_without_them() -> None:
+    agent = Harness()
+    agent.job("JobSubmitted", make_job("plain"))
+    agent.job("JobSubmitted", make_job("hosts", svc=[]))
+    assert set(agent.state.jobs) == {"default/hosts"}
+    pod = pod_for(agent.state.jobs["default/hosts"], make_job("hosts").tasks[0], 0, created_at=0.0)
+    assert agent.core.job_of(agent.state, pod) == make_job("hosts", svc=[])
+    agent.job("JobUpdated", make_job("hosts"))
+    assert agent.state.jobs == {}
+    agent.job("JobUpdated", make_job("hosts", env=[]))
+    agent.event("JobDeleted", "job", "hosts", {})
+    assert agent.state.jobs == {}
+
+
+def test_a_run_keeps_the_trace_of_the_latest_decision_about_it_until_it_ends() -> None:
+    agent = Harness()
+    job = make_job("j")
+    pod = pod_for(job, job.tasks[0], 0, created_at=0.0)
+    name = pod.meta.name
+    agent.event("PodCreated", "pod", name, {"object": encode_object(pod)})
+    bound = agent.event("PodBound", "pod", name, {"node": "n1", "plan": "p"}, traceparent=TRACE_A)
+    assert agent.state.traces == {bound.id: TRACE_A}
+    agent.event("PodEvicting", "pod", name, {"node": "n1", "reason": "r", "plan": "p"}, traceparent=TRACE_B)
+    assert agent.state.traces == {bound.id: TRACE_B}
+    agent.event("PodTerminated", "pod", name, {"node": "n1", "reason": "Evicted"}, causation_id=bound.id)
+    assert agent.state.traces == {}
+    agent.event("PodBound", "pod", "elsewhere", {"node": "n9", "plan": "p"}, traceparent=TRACE_A)
+    assert agent.state.traces == {}  # not this agent's node
+
+
+def test_dump_and_load_keep_the_agent_state_the_jobs_and_the_traces() -> None:
+    agent = Harness()
+    agent.job("JobSubmitted", make_job("hosts", svc=[], env=[]))
+    job = make_job("hosts", svc=[], env=[])
+    pod = pod_for(job, job.tasks[0], 1, created_at=0.0)
+    agent.event("PodCreated", "pod", pod.meta.name, {"object": encode_object(pod)})
+    agent.event("PodBound", "pod", pod.meta.name, {"node": "n1", "plan": "p"}, traceparent=TRACE_A)
+    loaded = agent.core.load(agent.core.dump(agent.state))
+    assert loaded == agent.state
+    assert agent.core.name == "node-agent.a1"
+
+
+def pod_logs(tmp_path: Path, content: bytes | None, done: bool = False) -> PodLogs:
+    if content is not None:
+        (tmp_path / "main.log").write_bytes(content)
+    return PodLogs(tmp_path, ("main", "init"), done)
+
+
+@pytest.mark.parametrize(
+    ("content", "request_", "expected"),
+    [
+        (b"hello\n", {}, {"data": "hello\n", "offset": 6, "done": False}),
+        (b"hello\nworld\n", {"offset": 6}, {"data": "world\n", "offset": 12, "done": False}),
+        (b"hello\n", {"container": "main", "offset": 6}, {"data": "", "offset": 6, "done": False}),
+        (None, {"container": "init"}, {"data": "", "offset": 0, "done": False}),  # not started yet
+        (b"x", {"container": "sidecar"}, {"error": "no container 'sidecar' in the pod (it has main, init)"}),
+        (b"x", {"offset": -1}, {"error": "offset must be >= 0, got -1"}),
+        (b"x", ["offset"], {"error": 'expected JSON {"container": name (optional), "offset": int}'}),
+    ],
+    ids=["default-container", "from-offset", "at-the-end", "no-log-yet", "unknown", "negative", "not-a-map"],
+)
+def test_logs_answers(tmp_path: Path, content: bytes | None, request_: Any, expected: dict[str, Any]) -> None:
+    assert answer(pod_logs(tmp_path, content), json.dumps(request_).encode()) == expected
+
+
+def test_a_sim_pod_has_an_empty_log_and_done_is_passed_through(tmp_path: Path) -> None:
+    assert answer(PodLogs(None, ("main",), True), b"") == {"data": "", "offset": 0, "done": True}
+
+
+def test_a_chunk_never_splits_a_character(tmp_path: Path) -> None:
+    path = tmp_path / "main.log"
+    path.write_bytes("aé€😀".encode())  # 1 + 2 + 3 + 4 bytes
+    assert read_chunk(path, 0, limit=2) == ("a", 1)
+    assert read_chunk(path, 1, limit=4) == ("é", 3)
+    assert read_chunk(path, 3, limit=6) == ("€", 6)
+    assert read_chunk(path, 6, limit=4) == ("😀", 10)
+    assert read_chunk(path, 0, limit=100) == ("aé€😀", 10)
+
+
+@pytest.mark.parametrize(("namespace", "pod"), [("default", "job-worker-0"), ("team.a", "p*1")])
+def test_logs_subjects_round_trip(namespace: str, pod: str) -> None:
+    assert pod_of_subject(logs_subject(namespace, pod)) == f"{namespace}/{pod}"
+
+
+def test_heartbeat_format() -> None:
+    assert heartbeat_subject("n1") == "lahar.hb.n1"
+    assert node_of_subject(heartbeat_subject("node.example.com")) == "node.example.com"
+    beat = Heartbeat("n1", 1700000000.5, "agent-1")
+    assert json.loads(encode_heartbeat(beat)) == {"node": "n1", "time": 1700000000.5, "agent": "agent-1"}
+    assert decode_heartbeat(encode_heartbeat(beat)) == beat
+    with pytest.raises(ValueError):
+        decode_heartbeat(b'{"node": "n1"}')
+    with pytest.raises(ValueError):
+        node_of_subject("lahar.ev.node._.n1")
