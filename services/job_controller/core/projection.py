@@ -1,0 +1,218 @@
+"""The job-controller core with its read model: the Jobs, PodGroups and Pods of the state (objects.py),
+which of them an event changed, and the few status details the controller's own state does not keep.
+
+`ProjectedCore` is a `shared.runner_types.Core` wrapping `JobControllerCore`: it folds every event into
+the controller's state unchanged and, beside it, into `Projected` — pod exit codes, reasons and start
+times, PodGroup conditions and when a pod's stop was asked for — and marks the objects the event changed
+as dirty, with the event's seq. The shell writes the dirty objects after each batch and clears them; the
+details are checkpointed with the state, the dirty marks are not (a new leader rewrites everything).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import msgpack
+
+from contracts import codec
+from contracts.objects import ApiObject, PodGroupCondition, PodStatus
+from services.job_controller.core.core import JobControllerCore
+from services.job_controller.core.objects import job_object, pod_object, podgroup_object
+from services.job_controller.core.state import JobRecord, State, job_namespace, pod_key
+from shared.runner_types import Event, Output
+
+CHECKPOINT_VERSION = 1
+KINDS = ("job", "podgroup", "pod")
+
+# (kind, namespace, name) of a read-model object
+ObjectKey = tuple[str, str | None, str]
+
+
+@dataclass(slots=True)
+class Projected:
+    core: State
+    pod_details: dict[str, PodStatus] = field(default_factory=dict)  # pod key -> reason, exit code, ...
+    deletion_times: dict[str, float] = field(default_factory=dict)  # pod key -> when its stop was asked
+    conditions: dict[str, tuple[PodGroupCondition, ...]] = field(default_factory=dict)  # PodGroup key
+    dirty: dict[ObjectKey, int] = field(default_factory=dict)  # changed objects -> seq of the change
+
+
+class ProjectedCore:
+    """JobControllerCore plus its read model (see the module docstring)."""
+
+    kinds = KINDS
+
+    def __init__(self, inner: JobControllerCore | None = None) -> None:
+        self.inner = inner or JobControllerCore()
+        self.name = self.inner.name
+
+    def initial(self) -> Projected:
+        return Projected(self.inner.initial())
+
+    def apply(self, state: Projected, event: Event) -> Projected:
+        owner = _owner(state.core, event)
+        before = state.core.jobs.get(owner) if owner else None
+        pod_before = before.pods.get(event.name) if before is not None and event.kind == "pod" else None
+        self.inner.apply(state.core, event)
+        owner = owner or _owner(state.core, event)
+        after = state.core.jobs.get(owner) if owner else None
+        if before is None and after is None:
+            return state  # about nothing the controller knows
+        if after is not None:
+            _note_details(state, after, event, pod_before)
+        changed = _changed_keys(event, owner or "", after)
+        if before is not None and before is not after:
+            changed.extend(_record_keys(before))  # forgotten (or replaced by its successor)
+        for key in changed:
+            state.dirty[key] = event.seq
+            _forget_details(state, key)
+        return state
+
+    def reconcile(self, state: Projected, now: float) -> list[Output]:
+        return self.inner.reconcile(state.core, now)
+
+    def dirty(self, state: Projected) -> dict[ObjectKey, int]:
+        return state.dirty
+
+    def render(self, state: Projected, key: ObjectKey) -> Mapping[str, Any] | None:
+        """The read-model value of an object: codec.encode_object of it, None when it does not exist."""
+        obj = _object(state, key)
+        return None if obj is None else codec.encode_object(obj)
+
+    def keys(self, state: Projected) -> Iterator[ObjectKey]:
+        """Every object that exists."""
+        for record in state.core.jobs.values():
+            for key in _record_keys(record):
+                if _exists(state.core, key):
+                    yield key
+
+    def dump(self, state: Projected) -> bytes:
+        document = {
+            "version": CHECKPOINT_VERSION,
+            "core": self.inner.dump(state.core),
+            "pod_details": {k: codec.encode(v) for k, v in state.pod_details.items()},
+            "deletion_times": state.deletion_times,
+            "conditions": {k: [codec.encode(c) for c in v] for k, v in state.conditions.items()},
+        }
+        return msgpack.packb(document, use_bin_type=True)
+
+    def load(self, data: bytes) -> Projected:
+        document = msgpack.unpackb(data, raw=False)
+        if document.get("version") != CHECKPOINT_VERSION:
+            raise ValueError(f"unsupported job-controller checkpoint version {document.get('version')!r}")
+        return Projected(
+            self.inner.load(document["core"]),
+            pod_details={k: codec.decode(PodStatus, v) for k, v in document["pod_details"].items()},
+            deletion_times={k: float(v) for k, v in document["deletion_times"].items()},
+            conditions={
+                k: tuple(codec.decode(PodGroupCondition, c) for c in v)
+                for k, v in document["conditions"].items()
+            },
+        )
+
+
+def _object(state: Projected, key: ObjectKey) -> ApiObject | None:
+    kind, namespace, name = key
+    full = pod_key(namespace or "", name)
+    if kind == "job":
+        return job_object(state.core.jobs.get(full))
+    if kind == "podgroup":
+        record = state.core.jobs.get(full)
+        return podgroup_object(record, state.conditions.get(full, ()), state.core.priority_classes)
+    if kind == "pod":
+        record = state.core.jobs.get(state.core.pod_owner.get(full, ""))
+        return pod_object(record, name, state.pod_details.get(full), state.deletion_times.get(full))
+    return None
+
+
+def _exists(core: State, key: ObjectKey) -> bool:
+    """Whether an object has a read-model value (what the objects.py functions check, without building
+    the object: this runs for every event)."""
+    kind, namespace, name = key
+    full = pod_key(namespace or "", name)
+    if kind == "pod":
+        record = core.jobs.get(core.pod_owner.get(full, ""))
+        pod = record.pods.get(name) if record is not None and record.job is not None else None
+        return pod is not None and not pod.gone
+    record = core.jobs.get(full)
+    if record is None or record.job is None:
+        return False
+    return record.active if kind == "job" else record.podgroup_exists
+
+
+def _owner(core: State, event: Event) -> str | None:
+    """The key of the job an event is about (its record may not exist yet)."""
+    key = pod_key(event.namespace or "", event.name)
+    if event.kind in ("job", "podgroup"):
+        return key
+    if event.kind == "pod":
+        return core.pod_owner.get(key)
+    return None
+
+
+def _changed_keys(event: Event, owner: str, record: JobRecord | None) -> list[ObjectKey]:
+    """The objects whose read-model value an event may change (besides a forgotten record's)."""
+    namespace, _, job = owner.partition("/")
+    if event.kind == "job":
+        # a changed spec shows on an existing PodGroup too; a status only on the job
+        keys: list[ObjectKey] = [("job", namespace, job)]
+        if event.type != "JobStatusChanged" and record is not None and record.podgroup_exists:
+            keys.append(("podgroup", namespace, job))
+        return keys
+    if event.kind == "podgroup":
+        return [("podgroup", namespace, job)]
+    if event.kind == "pod" and record is not None:
+        # the PodGroup's status counts the job's pods
+        return [("pod", event.namespace, event.name), ("podgroup", namespace, job)]
+    return []
+
+
+def _record_keys(record: JobRecord) -> list[ObjectKey]:
+    namespace = job_namespace(record.key)
+    name = record.key.partition("/")[2]
+    pods: list[ObjectKey] = [("pod", namespace, pod) for pod in record.pods]
+    return [("job", namespace, name), ("podgroup", namespace, name), *pods]
+
+
+def _note_details(state: Projected, record: JobRecord, event: Event, pod_before: object) -> None:
+    """Keep what the event says about an object that the controller's state does not, if the controller
+    applied it (an event about an earlier generation of a pod changes nothing)."""
+    key = pod_key(event.namespace or "", event.name)
+    if event.kind == "podgroup":
+        if event.type == "PodGroupStatusChanged" and record.podgroup_cause == (event.seq, event.id):
+            conditions = event.payload.get("conditions", ())
+            state.conditions[key] = tuple(codec.decode(PodGroupCondition, c) for c in conditions)
+        return
+    pod = record.pods.get(event.name) if event.kind == "pod" else None
+    if pod is None or pod is pod_before:
+        return
+    payload = event.payload
+    details = state.pod_details.get(key, PodStatus())
+    if event.type == "PodCreated":
+        state.pod_details.pop(key, None)
+        state.deletion_times.pop(key, None)
+    elif event.type == "PodRunning":
+        state.pod_details[key] = replace(details, start_time=event.time)
+    elif event.type in ("PodSucceeded", "PodFailed"):
+        state.pod_details[key] = replace(
+            details,
+            exit_code=payload.get("exit_code"),
+            reason=payload.get("reason", ""),
+            message=payload.get("message", ""),
+        )
+    elif event.type in ("PodEvicting", "PodDeletionRequested"):
+        state.deletion_times.setdefault(key, event.time)
+
+
+def _forget_details(state: Projected, key: ObjectKey) -> None:
+    """Drop the details of an object that no longer exists."""
+    if _exists(state.core, key):
+        return
+    full = pod_key(key[1] or "", key[2])
+    if key[0] == "pod":
+        state.pod_details.pop(full, None)
+        state.deletion_times.pop(full, None)
+    elif key[0] == "podgroup":
+        state.conditions.pop(full, None)

@@ -1,0 +1,179 @@
+"""An event-sourced service that also writes its read model (docs/control-plane.md, "Read model and CLI").
+
+The core marks the objects each event changed as dirty (with the event's seq); after every reconcile,
+while leading, the dirty objects are written in one go, each as of the seq of its last change, fenced by
+the leadership term (shared.store.read_model.ReadModel only moves a key forward). On gaining a term, and
+on the first reconcile without election, everything is written once as of the current seq and every
+stored object the state no longer has is deleted: that covers what a previous leader (or this instance
+before a crash) did not write, and the dirty marks, which are not checkpointed. A failed write is retried
+after the next reconcile.
+
+Shared by the job- and queue-controller; the binder will need the same for nodes, so it belongs in
+shared/runner/ once both sides agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
+
+import structlog
+from opentelemetry.trace import Tracer
+
+from shared.bus.jetstream import Bus
+from shared.runner import EventSourcedService, RunnerConfig
+from shared.runner_types import Core
+from shared.store.election import FencedOut
+from shared.store.etcd import Etcd, EtcdError
+from shared.store.read_model import ReadModel, Write
+from shared.telemetry.metrics import Registry, default_registry
+
+log = structlog.get_logger(__name__)
+
+S = TypeVar("S")
+ObjectKey = tuple[str, str | None, str]  # kind, namespace (None: cluster-scoped), name
+
+
+class ProjectingCore(Core[S], Protocol):
+    """A core whose state also describes the read-model objects of `kinds`."""
+
+    kinds: tuple[str, ...]
+
+    def dirty(self, state: S) -> dict[ObjectKey, int]:
+        """The objects changed since they were last written -> seq of the change; the shell removes what
+        it wrote."""
+        ...
+
+    def render(self, state: S, key: ObjectKey) -> Mapping[str, Any] | None:
+        """The value to store for an object (codec.encode_object of it), None when it does not exist."""
+        ...
+
+    def keys(self, state: S) -> Iterable[ObjectKey]:
+        """Every object that exists."""
+        ...
+
+
+class ReadModelService(EventSourcedService[S]):
+    def __init__(
+        self,
+        core: ProjectingCore[S],
+        bus: Bus,
+        etcd: Etcd,
+        config: RunnerConfig,
+        *,
+        registry: Registry | None = None,
+        tracer: Tracer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(core, bus, etcd, config, registry=registry, tracer=tracer, clock=clock)
+        self.projection = core
+        self._synced_term: int | None = None  # the term everything was last written in
+        self.registry = registry or default_registry()
+        self._writes = self.registry.counter(
+            "lahar_read_model_writes_total",
+            "Read-model writes by result (stored; stale: the key already reflected a later seq)",
+            ("service", "result"),
+        )
+        self._failures = self.registry.counter(
+            "lahar_read_model_write_failures_total",
+            "Read-model write rounds that failed (error) or were refused (fenced)",
+            ("service", "result"),
+        )
+
+    def written(self, write: Write, *, full: bool) -> None:
+        """Hook: an object's value was written, or found stored as of a later seq already (full: by the
+        write of everything on gaining a term)."""
+
+    def _term(self) -> int | None:
+        """The current leadership term (0 without election), None when not leading."""
+        if self.seat is None:
+            return 0
+        fence = self.seat.fence
+        return None if fence is None else fence.token
+
+    def _owed(self) -> bool:
+        term = self._term()
+        return term is not None and (term != self._synced_term or bool(self.projection.dirty(self.state)))
+
+    async def idle(self) -> bool:
+        if self._owed():
+            return False
+        return await super().idle() and not self._owed()
+
+    def health(self) -> dict[str, Any]:
+        return {
+            **super().health(),
+            "read_model_synced": self._synced_term is not None and self._synced_term == self._term(),
+            "read_model_dirty": len(self.projection.dirty(self.state)),
+        }
+
+    def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
+        return [*super().extra_tasks(), self._forget_marks_while_standby()]
+
+    async def _forget_marks_while_standby(self) -> None:
+        """A standby writes nothing and rewrites everything once it leads: its dirty marks would only
+        pile up (one per object it ever saw change)."""
+        while not self.stopping.is_set():
+            if self._term() is None:
+                self.projection.dirty(self.state).clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), self.config.reconcile_interval_s)
+
+    async def after_reconcile(self) -> None:
+        await self.write_read_model()
+
+    async def write_read_model(self) -> None:
+        """Write what is owed, if leading; failures are logged and retried after the next reconcile."""
+        term = self._term()
+        if term is None:
+            return
+        fence = None if self.seat is None else self.seat.fence
+        model = ReadModel(self.etcd, fence=fence)
+        try:
+            if term != self._synced_term:
+                await self._write_all(model)
+                self._synced_term = term
+            else:
+                await self._write_dirty(model)
+        except FencedOut:
+            self._failures.labels(self.name, "fenced").inc()
+            if self.seat is not None:
+                self.seat.step_down("read-model write refused: the leadership term is over")
+        except EtcdError as exc:
+            self._failures.labels(self.name, "error").inc()
+            log.warning("read model not written; retrying after the next reconcile", error=str(exc))
+
+    async def _write_dirty(self, model: ReadModel) -> None:
+        dirty = self.projection.dirty(self.state)
+        if not dirty:
+            return
+        taken = dict(dirty)
+        writes = [Write(*key, seq, self.projection.render(self.state, key)) for key, seq in taken.items()]
+        await self._store(model, writes, full=False)
+        for key, seq in taken.items():
+            if dirty.get(key) == seq:
+                del dirty[key]
+
+    async def _write_all(self, model: ReadModel) -> None:
+        seq = self.seq
+        values = {key: self.projection.render(self.state, key) for key in self.projection.keys(self.state)}
+        stale: list[ObjectKey] = []
+        for kind in self.projection.kinds:
+            stored, _ = await model.list(kind)
+            stale.extend(key for obj in stored if (key := (kind, obj.namespace, obj.name)) not in values)
+        writes = [Write(*key, seq, value) for key, value in values.items()]
+        writes += [Write(*key, seq, None) for key in stale]
+        await self._store(model, writes, full=True)
+        self.projection.dirty(self.state).clear()
+        log.info("read model written", seq=seq, objects=len(values), deleted=len(stale))
+
+    async def _store(self, model: ReadModel, writes: list[Write], *, full: bool) -> None:
+        results = await model.apply(writes)
+        stored = sum(results)
+        self._writes.labels(self.name, "stored").inc(stored)
+        self._writes.labels(self.name, "stale").inc(len(writes) - stored)
+        for write in writes:
+            self.written(write, full=full)

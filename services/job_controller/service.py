@@ -1,0 +1,76 @@
+"""The job-controller service: its core (services/job_controller/core/) on the event loop, one leader at a
+time (standbys follow the log), writing the read model of Jobs, PodGroups and Pods.
+
+Run it with `python -m services.job_controller --nats-url URL --etcd-endpoint HOST:PORT`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable
+
+from opentelemetry.trace import Tracer
+
+from contracts.events import JOB_CONTROLLER
+from services.job_controller.core.phase import FINISHED_PHASES
+from services.job_controller.core.projection import Projected, ProjectedCore
+from services.job_controller.read_model import ReadModelService
+from shared.bus.jetstream import Bus
+from shared.runner import RunnerConfig
+from shared.service import connect_bus, connect_etcd
+from shared.store.etcd import Etcd
+from shared.store.read_model import Write
+from shared.telemetry.metrics import Registry
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JobControllerConfig(RunnerConfig):
+    """lahar job-controller: a Job's PodGroup and Pods, its phase and its teardown."""
+
+    leader_election: bool = True  # a single writer; start more instances as hot standbys
+
+
+class JobControllerService(ReadModelService[Projected]):
+    def __init__(
+        self,
+        bus: Bus,
+        etcd: Etcd,
+        config: JobControllerConfig,
+        *,
+        registry: Registry | None = None,
+        tracer: Tracer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(ProjectedCore(), bus, etcd, config, registry=registry, tracer=tracer, clock=clock)
+        # Volcano's job phase counters (one series per job), counted once per job as this leader sees it
+        # reach the phase; a job found finished when a term starts was counted by an earlier leader.
+        labels = ("job_name", "queue_name")
+        self._phase_counters = {
+            "Completed": self.registry.counter("volcano_job_completed_phase_count", "Jobs completed", labels),
+            "Failed": self.registry.counter("volcano_job_failed_phase_count", "Jobs failed", labels),
+        }
+        self._finished: set[str] = set()  # keys of the jobs known to have finished
+
+    def written(self, write: Write, *, full: bool) -> None:
+        if write.kind != "job":
+            return
+        key = f"{write.namespace}/{write.name}"
+        if write.object is None:
+            self._finished.discard(key)
+            return
+        job = write.object["object"]
+        phase = job["status"]["state"]["phase"]
+        if phase not in FINISHED_PHASES or key in self._finished:
+            return
+        self._finished.add(key)
+        counter = self._phase_counters.get(phase)
+        if counter is not None and not full:
+            counter.labels(key, job["queue"]).inc()
+
+
+async def build(config: JobControllerConfig, stack: contextlib.AsyncExitStack) -> JobControllerService:
+    bus = await connect_bus(config, stack, name=JOB_CONTROLLER)
+    etcd = await connect_etcd(config, stack)
+    return JobControllerService(bus, etcd, config)
