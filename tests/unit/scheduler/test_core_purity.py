@@ -17,6 +17,7 @@ PURE_PACKAGES = [
 PURE_FILES = [
     ROOT / "services" / "scheduler" / "view.py",
     ROOT / "services" / "scheduler" / "plans.py",
+    ROOT / "services" / "scheduler" / "state.py",
     ROOT / "shared" / "runner_types.py",
     ROOT / "shared" / "ring.py",
 ]

@@ -1,0 +1,310 @@
+"""The binder service: one leader commits plans, standbys follow the log (docs/control-plane.md,
+"Scheduling flow" 3).
+
+Beside the event loop over BinderShellCore the leader runs:
+- the plan consumer: a durable pull consumer on LAHAR_PLANS (a work queue). Each plan is checked with
+  BinderCore.submit_plan against the ledger, its events (or its PlanRejected) are published, the
+  accepted ones as one atomic batch, and only then is the message acknowledged. A plan delivered again
+  is never committed twice: while its events are on their way the core knows it in flight, once they
+  are in the log the shell knows it answered;
+- the node read model writer (nodes with their readiness, batched, fenced by the term).
+Every instance listens to heartbeats (core NATS `lahar.hb.>`, see services.binder.heartbeats) and feeds
+them to liveness; `watch_from` is called at start and on taking over, since heartbeats are not in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import nats.errors
+import nats.js.errors
+import structlog
+from nats.aio.msg import Msg
+from opentelemetry.trace import SpanKind, Tracer
+
+from services.binder.core.core import BinderCore, plan_outputs
+from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
+from services.binder.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
+from services.binder.metrics import BinderMetrics, rejection_reason
+from services.binder.read_model import NodeWriter
+from services.binder.state import BinderShellCore, BinderShellState
+from services.scheduler.plans import PlanError, PlanMessage, decode_plan
+from services.scheduler.publish import PUBLISHED_AT_HEADER
+from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
+from shared.bus.jetstream import Bus
+from shared.bus.streams import plans_stream
+from shared.bus.subjects import PLANS_STREAM
+from shared.runner import EventSourcedService, RunnerConfig
+from shared.runner_types import Output
+from shared.store.election import FencedOut
+from shared.store.etcd import Etcd, EtcdError
+from shared.telemetry.metrics import Registry, default_registry
+from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context, trace_headers
+
+log = structlog.get_logger(__name__)
+
+CONSUMER = "binder"
+_FETCH_WAIT_S = 0.5  # how long an idle fetch waits: bounds how soon the consumer notices a stop
+_RETRY_S = 0.5
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BinderConfig(RunnerConfig):
+    """The binder (leader-elected)."""
+
+    leader_election: bool = True
+    node_timeout_s: float = DEFAULT_NODE_TIMEOUT_S  # heartbeats silent this long: NodeNotReady
+    plan_ack_wait_s: float = 10.0  # an unacknowledged plan is delivered again (to the new leader) after this
+    plan_max_deliver: int = 20
+    plan_catch_up_s: float = 5.0  # how long a plan made at a later seq than the ledger's waits for it
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        for name in ("node_timeout_s", "plan_ack_wait_s", "plan_catch_up_s"):
+            if getattr(self, name) <= 0:
+                problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
+        if self.plan_max_deliver < 1:
+            problems.append(f"plan_max_deliver: expected an integer >= 1, got {self.plan_max_deliver}")
+        return problems
+
+
+class BinderService(EventSourcedService[BinderShellState]):
+    def __init__(
+        self,
+        bus: Bus,
+        etcd: Etcd,
+        config: BinderConfig,
+        *,
+        registry: Registry | None = None,
+        tracer: Tracer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        registry = registry or default_registry()
+        self.binder = BinderCore(node_timeout_s=config.node_timeout_s)
+        super().__init__(
+            BinderShellCore(self.binder), bus, etcd, config, registry=registry, tracer=tracer, clock=clock
+        )
+        self.config: BinderConfig = config
+        self.binder_metrics = BinderMetrics(registry)
+        self.nodes = NodeWriter(etcd)
+        self._nodes_changed = asyncio.Event()
+        self._lead = asyncio.Event()
+        self._applied = asyncio.Event()  # set whenever the loop finished a unit of work
+        if self.seat is None:
+            self._lead.set()
+
+    def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
+        return [self._consume_plans(), self._listen_heartbeats(), self._write_nodes()]
+
+    def health(self) -> dict[str, Any]:
+        return {**super().health(), "plans_in_flight": len(self.state.core.inflight)}
+
+    async def idle(self) -> bool:
+        """Also, as leader: no plan waiting on LAHAR_PLANS (acknowledged plans leave the work queue)."""
+        if not await super().idle():
+            return False
+        if not self.leading:
+            return True
+        try:
+            return (await self.bus.jsm.stream_info(PLANS_STREAM)).state.messages == 0
+        except nats.js.errors.NotFoundError:  # not created yet: nobody sent a plan
+            return True
+
+    async def after_replay(self) -> None:
+        self.binder.watch_from(self.state.core, self.clock())
+
+    async def after_reconcile(self) -> None:
+        if self.state.changed:
+            self._nodes_changed.set()
+
+    def _leadership_changed(self, leading: bool) -> None:
+        if leading:
+            # Heartbeats before this term were not this leader's to judge: every node gets a full timeout.
+            self.binder.watch_from(self.state.core, self.clock())
+            self.state.changed.update(self.state.nodes)
+            self._nodes_changed.set()
+            self._lead.set()
+        else:
+            self._lead.clear()
+        super()._leadership_changed(leading)
+
+    # --- heartbeats ----------------------------------------------------------------------------------
+    async def _listen_heartbeats(self) -> None:
+        sub = await self.bus.nc.subscribe(HEARTBEAT_FILTER, cb=self._heartbeat)
+        try:
+            await self.stopping.wait()
+        finally:
+            with contextlib.suppress(nats.errors.Error):
+                await sub.unsubscribe()
+
+    async def _heartbeat(self, msg: Msg) -> None:
+        try:
+            heartbeat = decode_heartbeat(msg.data)
+        except HeartbeatError as exc:
+            self.binder_metrics.heartbeats.labels("invalid").inc()
+            log.warning("ignoring a heartbeat", subject=msg.subject, error=str(exc))
+            return
+        self.binder_metrics.heartbeats.labels("ok").inc()
+        entry = self.state.core.ledger.nodes.get(heartbeat.node)
+        now = self.clock()
+        if entry is not None and not entry.ready:
+            # The node may be back: reconcile now rather than at the next timer (NodeReady).
+            self.fold(lambda s: self._beat(s, heartbeat.node, now))
+        else:
+            self._beat(self.state, heartbeat.node, now)
+
+    def _beat(self, state: BinderShellState, node: str, now: float) -> BinderShellState:
+        state.core = self.binder.heartbeat(state.core, node, now)
+        return state
+
+    # --- plans ---------------------------------------------------------------------------------------
+    async def _consume_plans(self) -> None:
+        await self.bus.ensure_streams([plans_stream(replicas=self.config.stream_replicas)])
+        spec = ConsumerSpec(
+            PLANS_STREAM,
+            CONSUMER,
+            ack_wait_s=self.config.plan_ack_wait_s,
+            max_deliver=self.config.plan_max_deliver,
+        )
+        consumer: DurableConsumer | None = None
+        try:
+            while not self.stopping.is_set():
+                if not self._lead.is_set():
+                    await _first_set(self._lead, self.stopping)
+                    continue
+                try:
+                    consumer = consumer or await self.bus.durable(spec)
+                    deliveries = await consumer.fetch(batch=64, timeout_s=_FETCH_WAIT_S)
+                except (nats.errors.Error, TimeoutError) as exc:
+                    log.warning("plan consumer interrupted; binding again", error=repr(exc))
+                    consumer = None
+                    await _first_set(self.stopping, timeout_s=_RETRY_S)
+                    continue
+                for delivery in deliveries:
+                    try:
+                        await self._handle(delivery)
+                    except (nats.errors.Error, TimeoutError) as exc:
+                        # An ack, nak or term that did not reach the server: the plan comes back (and a
+                        # plan already answered is only acknowledged then).
+                        log.warning(
+                            "plan not settled with the server", seq=delivery.record.seq, error=repr(exc)
+                        )
+        finally:
+            if consumer is not None:
+                with contextlib.suppress(nats.errors.Error):
+                    await consumer.close()
+
+    async def _handle(self, delivery: Delivery) -> None:
+        if not self.leading or self.stopping.is_set():
+            await delivery.nak()  # the next leader (or this one, after a restart) takes it
+            return
+        try:
+            plan = decode_plan(delivery.record.data)
+        except PlanError as exc:
+            self.binder_metrics.rejected.labels("invalid").inc()
+            log.error("dropping a plan that does not decode", seq=delivery.record.seq, error=str(exc))
+            await delivery.term()
+            return
+        if plan.plan_id in self.state.answered:
+            await delivery.ack()  # answered in the log already: this is a redelivery
+            return
+        await self._catch_up(plan.seq)
+        attributes = {
+            JOB_ATTRIBUTE: plan.subject,
+            "lahar.plan.id": plan.plan_id,
+            "lahar.plan.replica": plan.replica,
+        }
+        with self.tracer.start_as_current_span(
+            f"commit plan {plan.subject}",
+            context=extract_context(delivery.record.headers),
+            kind=SpanKind.CONSUMER,
+            attributes=attributes,
+        ) as span:
+            outputs, decided = self._decide(plan)
+            span.set_attribute("lahar.plan.outcome", outputs[0].type if outputs else "in flight")
+            traceparent = trace_headers().get("traceparent")
+            outputs = [dataclasses.replace(o, traceparent=traceparent) for o in outputs]
+            failed = await self.publisher.publish(outputs, lambda: self.leading)
+        if failed:
+            # An accepted plan stays in flight in the ledger (reconcile sends its events again, and so
+            # does its next delivery); a rejection is decided again. Either way the plan comes back.
+            await delivery.nak(delay_s=_RETRY_S)
+            return
+        await delivery.ack()
+        if decided:
+            self._count(plan, outputs, delivery.record.headers.get(PUBLISHED_AT_HEADER))
+
+    async def _catch_up(self, seq: int) -> None:
+        """Wait (boundedly) until the ledger has folded the log up to seq, the position the plan was
+        made at: checked against an older ledger, a plan for pods created just before would be refused
+        as naming unknown pods. Past the bound the plan is checked as things stand."""
+        deadline = asyncio.get_running_loop().time() + self.config.plan_catch_up_s
+        while self.seq < seq and not self.stopping.is_set():
+            self._applied.clear()
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                log.warning("checking a plan against a ledger behind it", plan_seq=seq, ledger_seq=self.seq)
+                return
+            await _first_set(self._applied, self.stopping, timeout_s=remaining)
+
+    def progressed(self) -> None:
+        super().progressed()
+        self._applied.set()
+
+    def _decide(self, plan: PlanMessage) -> tuple[list[Output], bool]:
+        """The plan's outputs (its events or its rejection) and True; or, when it is in flight (delivered
+        again before its events came back), those of its events not yet in the log and False."""
+        inflight = self.state.core.inflight.get(plan.plan_id)
+        if inflight is not None:
+            return [o for o in plan_outputs(plan) if o.id in inflight[1]], False
+        self.state.core, outputs = self.binder.submit_plan(self.state.core, plan, self.clock())
+        return outputs, True
+
+    def _count(self, plan: PlanMessage, outputs: list[Output], published_at: str | None) -> None:
+        if outputs and outputs[0].type == "PlanRejected":
+            reason = str(outputs[0].payload["reason"])
+            self.binder_metrics.rejected.labels(rejection_reason(reason)).inc()
+            log.info("plan rejected", plan=plan.plan_id, replica=plan.replica, reason=reason)
+            return
+        self.binder_metrics.accepted.inc()
+        if plan.evictions:
+            self.binder_metrics.preemption_victims.set(len(plan.evictions))
+        if published_at is not None:
+            with contextlib.suppress(ValueError):
+                latency_ms = (self.clock() - float(published_at)) * 1000
+                self.binder_metrics.bind_latency_ms.observe(max(0.0, latency_ms))
+        log.info("plan committed", plan=plan.plan_id, replica=plan.replica, binds=len(plan.binds))
+
+    # --- read model ----------------------------------------------------------------------------------
+    async def _write_nodes(self) -> None:
+        while not self.stopping.is_set():
+            await _first_set(self._nodes_changed, self.stopping, timeout_s=self.config.reconcile_interval_s)
+            self._nodes_changed.clear()
+            fence = self.seat.fence if self.seat is not None else None
+            if not self.leading or not (self.state.changed or self.nodes.pending):
+                continue
+            self.nodes.mark(self.state.changed)
+            self.state.changed.clear()
+            try:
+                await self.nodes.flush(self.state.nodes, fence)
+            except FencedOut:
+                if self.seat is not None:
+                    self.seat.step_down("read model write refused: the leadership term is over")
+            except EtcdError as exc:
+                log.warning("node read model not written; retrying", error=str(exc))
+                await _first_set(self.stopping, timeout_s=_RETRY_S)
+
+
+async def _first_set(*events: asyncio.Event, timeout_s: float | None = None) -> None:
+    """Wait until one of events is set (or timeout_s passes)."""
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()

@@ -1,0 +1,78 @@
+"""The binder service's state: the core's (ledger, liveness, plans in flight) plus what only the shell
+needs, folded from the same log and checkpointed with it (pure).
+
+- nodes: every node's object, for the read model (the ledger keeps only what verification needs);
+- answered: ids of the plans the log has answered (committed or rejected), most recent last, so a plan
+  delivered again after its events landed (its ack was lost) is acknowledged without being checked
+  again: checking would reject it (its pods are bound now) and tell its replica a false story;
+- changed: nodes whose object changed since the read model was last written (not checkpointed: after a
+  load every node counts as changed, and writing a value the read model has is a no-op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from services.binder.core.core import BinderCore, BinderState
+from services.binder.read_model import NodeRecord, fold_node, nodes_from_plain, nodes_to_plain
+from shared.runner_types import Event, Output
+
+# Redeliveries come within the consumer's ack wait times its max deliveries: far fewer plans than this.
+ANSWERED_KEPT = 10_000
+_ANSWERS = frozenset({"PodBound", "PodEvicting", "PodGroupStatusChanged", "PlanRejected"})
+
+
+@dataclass(slots=True)
+class BinderShellState:
+    core: BinderState
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    answered: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
+    changed: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class BinderShellCore:
+    core: BinderCore
+
+    @property
+    def name(self) -> str:
+        return self.core.name
+
+    def initial(self) -> BinderShellState:
+        return BinderShellState(self.core.initial())
+
+    def apply(self, state: BinderShellState, event: Event) -> BinderShellState:
+        state.core = self.core.apply(state.core, event)
+        if fold_node(state.nodes, event):
+            state.changed.add(event.name)
+        plan = event.payload.get("plan") if event.type in _ANSWERS else None
+        if isinstance(plan, str) and plan not in state.answered:
+            state.answered[plan] = None
+            if len(state.answered) > ANSWERED_KEPT:
+                del state.answered[next(iter(state.answered))]
+        return state
+
+    def reconcile(self, state: BinderShellState, now: float) -> list[Output]:
+        return self.core.reconcile(state.core, now)
+
+    def dump(self, state: BinderShellState) -> bytes:
+        data = {
+            "core": self.core.dump(state.core),
+            "nodes": nodes_to_plain(state.nodes),
+            "answered": list(state.answered),
+        }
+        return msgpack.packb(data, use_bin_type=True)
+
+    def load(self, data: bytes) -> BinderShellState:
+        raw: Mapping[str, Any] = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        nodes = nodes_from_plain(raw["nodes"])
+        return BinderShellState(
+            core=self.core.load(raw["core"]),
+            nodes=nodes,
+            answered=dict.fromkeys(raw["answered"]),
+            changed=set(nodes),
+        )

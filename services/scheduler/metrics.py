@@ -1,0 +1,86 @@
+"""A scheduler replica's metrics, with Volcano's names where Volcano has the series (reference §5), and
+what one session means for them (pure: `session_outcome`)."""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from dataclasses import dataclass
+
+from services.scheduler.core.framework.plan import SessionResult
+from services.scheduler.core.snapshot import ClusterSnapshot
+from services.scheduler.state import podgroup_key
+from shared.telemetry.metrics import Registry, exponential_buckets
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOutcome:
+    """The session's verdict on the PodGroups this replica owns."""
+
+    owned: int  # PodGroups (explicit or implicit) the session saw and this replica owns
+    scheduled: int  # owned PodGroups that got binds
+    unschedulable: int  # owned PodGroups left with an Unschedulable condition and no binds
+    unschedulable_tasks: int  # their pods still waiting for a node
+
+
+def session_outcome(
+    result: SessionResult, snapshot: ClusterSnapshot, owned: Container[str]
+) -> SessionOutcome:
+    mine = [key for key in result.podgroups if key in owned]
+    placed = {b.job for plan in result.plans for b in plan.binds}
+    stuck = {
+        key
+        for key in mine
+        if key not in placed
+        and any(c.type == "Unschedulable" and c.status == "True" for c in result.podgroups[key].conditions)
+    }
+    bound = result.binds
+    waiting = sum(
+        1
+        for pod in snapshot.pods
+        if not pod.spec.node_name
+        and pod.meta.deletion_timestamp is None
+        and pod.meta.key not in bound
+        and podgroup_key(pod) in stuck
+    )
+    return SessionOutcome(len(mine), len(placed.intersection(mine)), len(stuck), waiting)
+
+
+class SchedulerMetrics:
+    def __init__(self, registry: Registry) -> None:
+        self.e2e_latency_ms = registry.histogram(
+            "volcano_e2e_scheduling_latency_milliseconds",
+            "E2e scheduling latency in milliseconds (one session: snapshot, actions, plans)",
+            buckets=exponential_buckets(5, 2, 10),
+        )
+        self.attempts = registry.counter(
+            "volcano_schedule_attempts_total",
+            "Number of attempts to schedule PodGroups, by result (scheduled, unschedulable)",
+            ("result",),
+        )
+        self.unschedulable_jobs = registry.gauge(
+            "volcano_unschedule_job_count", "Owned PodGroups the last session could not schedule"
+        )
+        self.unschedulable_tasks = registry.gauge(
+            "volcano_unschedule_task_count", "Pods of those PodGroups still waiting for a node"
+        )
+        self.plans_published = registry.counter(
+            "lahar_plans_published_total", "Plans sent to the binder on LAHAR_PLANS"
+        )
+        self.plan_publish_failures = registry.counter(
+            "lahar_plan_publish_failures_total", "Plans the bus did not take (re-planned next session)"
+        )
+        self.plans_expired = registry.counter(
+            "lahar_plans_expired_total",
+            "Assumed plans neither committed nor rejected in time, forgotten so their pods are re-planned",
+        )
+        self.owned_podgroups = registry.gauge(
+            "lahar_owned_podgroups", "PodGroups this replica owns on the ring (as of its last session)"
+        )
+
+    def session(self, duration_ms: float, outcome: SessionOutcome) -> None:
+        self.e2e_latency_ms.observe(duration_ms)
+        self.attempts.labels("scheduled").inc(outcome.scheduled)
+        self.attempts.labels("unschedulable").inc(outcome.unschedulable)
+        self.unschedulable_jobs.set(outcome.unschedulable)
+        self.unschedulable_tasks.set(outcome.unschedulable_tasks)
+        self.owned_podgroups.set(outcome.owned)

@@ -1,0 +1,225 @@
+"""A scheduler replica: the view fed by the log, sessions on a timer and when work arrives, plans sent to
+the binder (docs/control-plane.md, "Scheduling flow").
+
+Every replica is active (no election). The loop folds LAHAR_EVENTS into the view (ViewCore); beside it
+the scheduling task runs a session every schedule_period_s, and debounce_s after the view changed (new
+events, a ring change), keeps the plans of the PodGroups this replica owns on the ring, assumes them in
+the view and sends each on LAHAR_PLANS. It never waits for the binder: the log answers each plan with
+its events (PodBound, ...) or a PlanRejected, and an assumption nobody answers within
+assumption_timeout_s is dropped so its pods are planned again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import structlog
+from opentelemetry.trace import Tracer
+
+from services.scheduler.core.conf import SchedulerConf, default_conf
+from services.scheduler.core.framework.session import run_session
+from services.scheduler.core.snapshot import ClusterSnapshot
+from services.scheduler.metrics import SchedulerMetrics, session_outcome
+from services.scheduler.ownership import Ownership
+from services.scheduler.plans import PlanMessage, build_plans
+from services.scheduler.publish import PlanNotSent, publish_plan
+from services.scheduler.state import SchedulerState, ViewCore
+from shared.bus.jetstream import Bus
+from shared.bus.streams import plans_stream
+from shared.runner import EventSourcedService, RunnerConfig
+from shared.store.etcd import Etcd
+from shared.telemetry.metrics import Registry, default_registry
+
+log = structlog.get_logger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SchedulerConfig(RunnerConfig):
+    """A scheduler replica."""
+
+    replica_id: str
+    schedule_period_s: float = 1.0
+    debounce_s: float = 0.05  # how long a burst of events may grow before the session that answers it
+    scheduler_conf_file: str = ""  # volcano-scheduler.conf; empty: the default conf
+    seed: int = 0  # session n draws from Random(seed + n)
+    membership_ttl_s: int = 5
+    assumption_timeout_s: float = 60.0
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if not self.replica_id or "/" in self.replica_id:
+            problems.append(f"replica_id: expected a name without '/', got {self.replica_id!r}")
+        for name in ("schedule_period_s", "assumption_timeout_s"):
+            if getattr(self, name) <= 0:
+                problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
+        if self.debounce_s < 0:
+            problems.append(f"debounce_s: expected a number >= 0, got {self.debounce_s}")
+        if self.membership_ttl_s < 1:
+            problems.append(f"membership_ttl_s: expected an integer >= 1, got {self.membership_ttl_s}")
+        return problems
+
+
+class SchedulerService(EventSourcedService[SchedulerState]):
+    def __init__(
+        self,
+        bus: Bus,
+        etcd: Etcd,
+        config: SchedulerConfig,
+        conf: SchedulerConf | None = None,
+        *,
+        registry: Registry | None = None,
+        tracer: Tracer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        registry = registry or default_registry()
+        super().__init__(
+            ViewCore(config.replica_id), bus, etcd, config, registry=registry, tracer=tracer, clock=clock
+        )
+        self.config: SchedulerConfig = config
+        self.replica = config.replica_id
+        self.conf = conf or default_conf()
+        self.sched_metrics = SchedulerMetrics(registry)
+        self.ownership = Ownership(etcd, self.replica, config.membership_ttl_s, self._kick_now)
+        self._kick = asyncio.Event()
+        self._sessions = 0
+        self._in_session = False
+        self._planned_seq = -1  # view seq of the last session (or of the last check that found no change)
+        self._last_snapshot: ClusterSnapshot | None = None
+        self._assumed_at: dict[str, float] = {}  # plan id -> monotonic time it was assumed
+
+    def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
+        return [self.ownership.run(self.stopping), self._schedule_loop()]
+
+    def health(self) -> dict[str, Any]:
+        return {
+            **super().health(),
+            "service": "scheduler",
+            "replica": self.replica,
+            "member": self.ownership.registered,
+            "ring": list(self.ownership.ring.members),
+            "sessions": self._sessions,
+            "plans_assumed": len(self._assumed_at),
+        }
+
+    async def idle(self) -> bool:
+        """Also: every change of the view has been answered by a session."""
+        busy = self._in_session or self._kick.is_set() or self._planned_seq != self.state.view.seq
+        return not busy and await super().idle()
+
+    async def after_reconcile(self) -> None:
+        # Called after every batch of events: answer them with a session soon.
+        if self.state.view.seq != self._planned_seq:
+            self._kick_now()
+
+    def _kick_now(self) -> None:
+        self._kick.set()
+        self.progressed()
+
+    async def _schedule_loop(self) -> None:
+        await self.bus.ensure_streams([plans_stream(replicas=self.config.stream_replicas)])
+        loop = asyncio.get_running_loop()
+        next_tick = loop.time()
+        while not self.stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), max(0.0, next_tick - loop.time()))
+            if self._kick.is_set():
+                with contextlib.suppress(TimeoutError):  # let a burst of events land first
+                    await asyncio.wait_for(self.stopping.wait(), self.config.debounce_s)
+            if self.stopping.is_set():
+                break
+            self._kick.clear()
+            periodic = loop.time() >= next_tick
+            if periodic:
+                next_tick = loop.time() + self.config.schedule_period_s
+            if self.ownership.known.is_set():
+                try:
+                    await self._cycle(force=periodic)
+                except Exception:  # one bad session (a bug, an odd object) must not stop the replica
+                    log.exception("scheduling session failed")
+            self.progressed()
+
+    async def _cycle(self, *, force: bool) -> None:
+        """One session, unless nothing changed since the last one (a periodic one always runs: time
+        passes for conditions and timeouts)."""
+        self._expire_assumptions()
+        view = self.state.view
+        snapshot = view.snapshot()
+        if not force and _same_objects(snapshot, self._last_snapshot):
+            self._planned_seq = snapshot.sequence
+            return
+        self._sessions += 1
+        self._in_session = True
+        try:
+            started = time.perf_counter()
+            # In a thread: a large session must not starve the lease renewals and the log reader.
+            result = await asyncio.to_thread(
+                run_session,
+                snapshot,
+                self.conf,
+                seed=self.config.seed + self._sessions,
+                session_id=f"{self.replica}-{self._sessions}",
+                now=self.clock(),
+            )
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            owned = self.ownership.owned()
+            plans = build_plans(result, snapshot, self.replica, owned)
+            self.sched_metrics.session(elapsed_ms, session_outcome(result, snapshot, owned))
+            # Assumed before they are sent, so the log's answer (possibly quick) always finds them.
+            for plan in plans:
+                view.assume(plan)
+                self._assumed_at[plan.plan_id] = time.monotonic()
+            for plan in plans:
+                await self._publish(plan)
+        finally:
+            self._in_session = False
+        self._last_snapshot = snapshot
+        self._planned_seq = snapshot.sequence
+        if plans:
+            log.info(
+                "session planned",
+                session=self._sessions,
+                seq=snapshot.sequence,
+                plans=len(plans),
+                binds=sum(len(p.binds) for p in plans),
+                evictions=sum(len(p.evictions) for p in plans),
+                ms=round(elapsed_ms, 1),
+            )
+
+    async def _publish(self, plan: PlanMessage) -> None:
+        traceparent = self.state.traces.get(plan.subject)
+        try:
+            await publish_plan(self.bus, self.tracer, plan, traceparent=traceparent, now=self.clock())
+        except PlanNotSent as exc:
+            # Forgotten, so its pods show as pending again and the next session plans them anew.
+            log.warning("plan not published", error=str(exc))
+            self.state.view.forget(plan.plan_id)
+            self._assumed_at.pop(plan.plan_id, None)
+            self.sched_metrics.plan_publish_failures.inc()
+            return
+        self.sched_metrics.plans_published.inc()
+
+    def _expire_assumptions(self) -> None:
+        live = set(self.state.view.assumed_plans())
+        deadline = time.monotonic() - self.config.assumption_timeout_s
+        for plan_id, at in list(self._assumed_at.items()):
+            if plan_id not in live:
+                del self._assumed_at[plan_id]  # settled or rejected
+            elif at < deadline:
+                log.warning("plan unanswered; forgetting it", plan=plan_id)
+                self.state.view.forget(plan_id)
+                del self._assumed_at[plan_id]
+                self.sched_metrics.plans_expired.inc()
+
+
+def _same_objects(snapshot: ClusterSnapshot, last: ClusterSnapshot | None) -> bool:
+    """The view caches each kind's tuple until that kind changes: identical tuples, identical objects."""
+    if last is None:
+        return False
+    fields = ("nodes", "pods", "podgroups", "priority_classes", "hypernodes")
+    # queues is rebuilt when the log has no `default` queue (the view adds one), so compare it by value
+    return all(getattr(snapshot, f) is getattr(last, f) for f in fields) and snapshot.queues == last.queues

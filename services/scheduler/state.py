@@ -1,0 +1,125 @@
+"""A scheduler replica's state as a Core for the event-sourced loop: the view, plus the trace each PodGroup
+belongs to (pure).
+
+The loop folds every event into the view; reconcile asks for nothing, because a replica never writes
+events (it sends plans, from its own scheduling task). The checkpoint holds the objects as the log says,
+without this replica's assumptions: those belong to plans of a process that may be gone, and a plan
+that is still on its way settles or is rejected like any other, assumed or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from contracts.codec import decode_object, encode_object
+from contracts.objects import Pod
+from services.scheduler.core.snapshot import GROUP_NAME_ANNOTATION
+from services.scheduler.view import SchedulerView, event_key, event_object
+from shared.runner_types import Event, Output
+
+# The events that start a job's trace in this replica's eyes (the job-controller writes them in the
+# job's trace); a plan for the PodGroup is traced as a child of the latest one.
+_TRACED = frozenset({"PodGroupCreated", "PodCreated"})
+# The view's own handlers recreate each object from the event that creates it.
+_CREATING = {
+    "Node": "NodeRegistered",
+    "Queue": "QueueApplied",
+    "PriorityClass": "PriorityClassApplied",
+    "HyperNode": "HyperNodeApplied",
+    "PodGroup": "PodGroupCreated",
+    "Pod": "PodCreated",
+}
+
+
+def podgroup_key(pod: Pod) -> str:
+    """The PodGroup a pod schedules with: its group annotation, else the implicit group of one that the
+    session gives it (`podgroup-<uid>`)."""
+    group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+    if not group:
+        group = f"podgroup-{pod.meta.uid or pod.meta.name}"
+    return f"{pod.meta.namespace}/{group}"
+
+
+class ReplicaView(SchedulerView):
+    """The view with a checkpoint form."""
+
+    __slots__ = ()
+
+    def logged_objects(self) -> Iterator[Any]:
+        """Every object as the log says (assumptions left out)."""
+        yield from self.nodes.values()
+        yield from self.queues.values()
+        yield from self.priority_classes.values()
+        yield from self.hypernodes.values()
+        yield from self._podgroups.values()
+        yield from self._pods.values()
+
+
+@dataclass(slots=True)
+class SchedulerState:
+    view: ReplicaView = field(default_factory=ReplicaView)
+    traces: dict[str, str] = field(default_factory=dict)  # podgroup key -> traceparent
+
+
+@dataclass(frozen=True, slots=True)
+class ViewCore:
+    name: str  # the replica id: each replica has its own checkpoint
+
+    def initial(self) -> SchedulerState:
+        return SchedulerState()
+
+    def apply(self, state: SchedulerState, event: Event) -> SchedulerState:
+        if event.type == "PodTerminated":  # a plain pod's implicit group ends with it
+            pod = state.view.pod(event_key(event))
+            if pod is not None and GROUP_NAME_ANNOTATION not in pod.meta.annotations:
+                state.traces.pop(podgroup_key(pod), None)
+        state.view.apply(event)
+        if event.type in _TRACED and event.traceparent:
+            key = (
+                event_key(event)
+                if event.type == "PodGroupCreated"
+                else podgroup_key(event_object(event, Pod))
+            )
+            state.traces[key] = event.traceparent
+        elif event.type == "PodGroupDeleted":
+            state.traces.pop(event_key(event), None)
+        return state
+
+    def reconcile(self, state: SchedulerState, now: float) -> list[Output]:
+        return []
+
+    def dump(self, state: SchedulerState) -> bytes:
+        view = state.view
+        data = {
+            "seq": view.seq,
+            "time": view.time,
+            "objects": [encode_object(obj) for obj in view.logged_objects()],
+            "traces": state.traces,
+        }
+        return msgpack.packb(data, use_bin_type=True)
+
+    def load(self, data: bytes) -> SchedulerState:
+        raw = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        view = ReplicaView()
+        for plain in raw["objects"]:
+            obj = decode_object(plain)
+            meta = obj.meta
+            view.apply(
+                Event(
+                    seq=raw["seq"],
+                    type=_CREATING[obj.kind],
+                    kind=obj.kind.lower(),
+                    namespace=meta.namespace or None,
+                    name=meta.name,
+                    payload={"object": plain},
+                    id="",
+                    time=raw["time"],
+                    correlation_id=meta.key,
+                )
+            )
+        view.seq, view.time = raw["seq"], raw["time"]
+        return SchedulerState(view, dict(raw["traces"]))

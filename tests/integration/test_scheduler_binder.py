@@ -1,0 +1,397 @@
+"""Scheduler replicas and the binder against real nats-server and etcd: plans from sessions committed as
+atomic batches, hand-made plans rejected or deduplicated, node liveness from heartbeats, the ring of
+replicas sharing PodGroups, and a killed replica's PodGroups taken over after its lease expires."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Eventually
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from support.builders import gang, node
+
+from contracts.codec import encode_object
+from contracts.events import EVENT_TYPES
+from contracts.objects import Pod
+from services.binder.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
+from services.binder.service import BinderConfig, BinderService
+from services.scheduler.core.framework.plan import Bind, PodGroupUpdate
+from services.scheduler.plans import PlanMessage, encode_plan
+from services.scheduler.service import SchedulerConfig, SchedulerService
+from shared.bus.envelope import Envelope
+from shared.bus.jetstream import Bus
+from shared.bus.streams import events_stream, plans_stream
+from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, event_subject, parse_event_subject, plan_subject
+from shared.ring import Ring
+from shared.servers import EtcdServer, NatsServer
+from shared.store.etcd import Etcd
+from shared.store.membership import Membership
+from shared.store.read_model import ReadModel
+from shared.telemetry.metrics import Registry
+from shared.telemetry.tracing import setup_tracing
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+QUIET = {"checkpoint_every_events": 1_000_000, "checkpoint_every_s": 3600.0, "reconcile_interval_s": 0.2}
+CREATED = {"Node": "NodeRegistered", "PodGroup": "PodGroupCreated", "Pod": "PodCreated"}
+TRACE_ID = uuid.uuid4().hex
+REPLICAS = ("scheduler-0", "scheduler-1")
+
+
+@dataclass(frozen=True)
+class Logged:
+    seq: int
+    type: str
+    key: str
+    env: Envelope
+
+
+class Stack:
+    """Services run in this process, each on its own connections; all stopped at the end."""
+
+    def __init__(self, nats: NatsServer, etcd: EtcdServer) -> None:
+        self.nats, self.etcd_server = nats, etcd
+        self.services: list[Any] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.clients: list[Bus | Etcd] = []
+        self.tracer = setup_tracing("tests", InMemorySpanExporter(), set_global=False).get_tracer("tests")
+
+    async def _connect(self) -> tuple[Bus, Etcd]:
+        bus, etcd = await Bus.connect(self.nats.url), await Etcd.connect(*self.etcd_server.endpoint)
+        self.clients += [bus, etcd]
+        return bus, etcd
+
+    async def binder(self, **config: Any) -> BinderService:
+        bus, etcd = await self._connect()
+        cfg = BinderConfig(**{**QUIET, "instance_id": "binder-a", "node_timeout_s": 1.5, **config})
+        service = BinderService(bus, etcd, cfg, registry=Registry(), tracer=self.tracer)
+        await self._start(service)
+        return service
+
+    async def scheduler(self, replica: str, **config: Any) -> SchedulerService:
+        bus, etcd = await self._connect()
+        cfg = SchedulerConfig(**{**QUIET, "replica_id": replica, "schedule_period_s": 0.5, **config})
+        service = SchedulerService(bus, etcd, cfg, registry=Registry(), tracer=self.tracer)
+        await self._start(service)
+        return service
+
+    async def _start(self, service: Any) -> None:
+        self.services.append(service)
+        self.tasks.append(asyncio.create_task(service.run()))
+        await asyncio.sleep(0)  # let run() claim the service, so run_until_idle() finds it running
+
+    async def close(self) -> None:
+        for service in reversed(self.services):
+            await asyncio.wait_for(service.shutdown(), 15)
+        for client in self.clients:
+            await client.close()
+        for task in self.tasks:
+            task.result()  # a service that crashed fails the test
+
+
+@pytest.fixture
+async def stack(
+    nats_server: NatsServer, etcd_server: EtcdServer, bus: Bus, etcd: Etcd
+) -> AsyncIterator[Stack]:
+    await bus.ensure_streams([events_stream(), plans_stream()])
+    made = Stack(nats_server, etcd_server)
+    yield made
+    await made.close()
+
+
+class Heartbeats:
+    """Heartbeats for the nodes in `beating`, every 0.1 s, as a node agent sends them."""
+
+    def __init__(self, bus: Bus, nodes: Iterable[str]) -> None:
+        self.bus, self.beating = bus, set(nodes)
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            for name in sorted(self.beating):
+                await self.bus.nc.publish(
+                    heartbeat_subject(name), encode_heartbeat(Heartbeat(name, time.time()))
+                )
+            await asyncio.sleep(0.1)  # the sender's period, not a wait for a condition
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+@pytest.fixture
+async def beats(bus: Bus) -> AsyncIterator[Heartbeats]:
+    sender = Heartbeats(bus, ())
+    yield sender
+    await sender.stop()
+
+
+async def created(bus: Bus, *objects: Any) -> None:
+    """Publish each object's creation event the way its writer does, in the job's trace."""
+    for obj in objects:
+        event_type = CREATED[obj.kind]
+        env = Envelope.create(
+            event_type,
+            time=time.time(),
+            producer=EVENT_TYPES[event_type].writer,
+            correlation_id=obj.meta.key,
+            payload={"object": encode_object(obj)},
+            traceparent=f"00-{TRACE_ID}-{uuid.uuid4().hex[:16]}-01",
+        )
+        subject = event_subject(
+            EVENT_TYPES[event_type].subject_kind, obj.meta.namespace or None, obj.meta.name
+        )
+        await bus.publish(env, subject)
+
+
+async def send_plan(bus: Bus, plan: PlanMessage) -> None:
+    """A plan on LAHAR_PLANS; a fresh message id each time, so sending it twice is a redelivery."""
+    await bus.js.publish(
+        plan_subject(plan.replica), encode_plan(plan), headers={"Nats-Msg-Id": uuid.uuid4().hex}
+    )
+
+
+async def read_log(bus: Bus) -> list[Logged]:
+    out = []
+    async for record in bus.replay(EVENTS_STREAM):
+        ref, env = parse_event_subject(record.subject), record.envelope()
+        key = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
+        out.append(Logged(record.seq, env.type, key, env))
+    return out
+
+
+def of_type(events: list[Logged], event_type: str, key: str | None = None) -> list[Logged]:
+    return [e for e in events if e.type == event_type and (key is None or e.key == key)]
+
+
+def pod_keys(objects: Iterable[Any]) -> list[str]:
+    return [o.meta.key for o in objects if isinstance(o, Pod)]
+
+
+async def test_binder_commits_a_gang_atomically_rejects_conflicts_and_tracks_liveness(
+    stack: Stack, bus: Bus, etcd: Etcd, beats: Heartbeats, eventually: Eventually
+) -> None:
+    binder = await stack.binder()
+    await eventually(lambda: binder.health()["role"] == "leader", what="the binder to lead")
+    beats.beating |= {"n1", "n2"}
+    g1 = gang("g1", 3)
+    await created(bus, node("n1", cpu=4), node("n2", cpu=4), *g1)
+    pods = pod_keys(g1)
+    status = PodGroupUpdate("Running", (), running=0, succeeded=0, failed=0)
+    plan = PlanMessage(
+        str(uuid.uuid4()),
+        "test",
+        0,
+        tuple(Bind(p, "default/g1", n) for p, n in zip(pods, ("n1", "n1", "n2"), strict=True)),
+        podgroups={"default/g1": status},
+    )
+    await send_plan(bus, plan)
+    bound = await eventually(lambda: _bound(bus, 3), what="three PodBound")
+    assert [e.key for e in bound] == pods and {e.env.payload["plan"] for e in bound} == {plan.plan_id}
+    log = await read_log(bus)
+    batch = [e for e in log if e.env.payload.get("plan") == plan.plan_id]
+    assert [e.seq for e in batch] == list(range(batch[0].seq, batch[0].seq + 4))  # one atomic batch
+    assert of_type(batch, "PodGroupStatusChanged", "default/g1")[0].env.payload["phase"] == "Running"
+
+    # The same plan again (a redelivery) commits nothing twice and is not rejected either; a plan binding
+    # an already bound pod elsewhere is rejected with the reason and the seq it was checked against.
+    await send_plan(bus, plan)
+    rogue = dataclasses.replace(plan, plan_id=str(uuid.uuid4()), binds=(Bind(pods[0], "default/g1", "n2"),))
+    await send_plan(bus, rogue)
+    rejected = await eventually(lambda: _rejections(bus), what="the rogue plan's rejection")
+    await eventually(lambda: _no_plans_left(bus), what="every plan to be acknowledged")
+    log = await read_log(bus)
+    assert [e.env.payload["plan"] for e in rejected] == [rogue.plan_id]
+    assert rejected[0].key == "default/g1" and "already bound" in rejected[0].env.payload["reason"]
+    assert rejected[0].env.payload["checked_seq"] >= batch[-1].seq  # it saw the binds it conflicts with
+    assert len(of_type(log, "PodBound")) == 3
+    # A plan made at a later log position than the binder has folded waits for it (its pod is news).
+    late = gang("late", 1)
+    ahead = await bus.last_seq(EVENTS_STREAM) + 2
+    await send_plan(
+        bus, PlanMessage(str(uuid.uuid4()), "test", ahead, (Bind(late[1].meta.key, "default/late", "n1"),))
+    )
+    await created(bus, *late)
+    await eventually(lambda: _bound(bus, 4), what="the late pod bound")
+    metrics = binder.binder_metrics
+    assert metrics.accepted.labels().value == 2 and metrics.rejected.labels("already_bound").value == 1
+
+    # n2 goes silent: NotReady, its pod lost; the read model says so. Heartbeats again: Ready.
+    nodes = ReadModel(etcd)
+    await eventually(lambda: _node_ready(nodes, "n2", True), what="n2 in the read model")
+    beats.beating.discard("n2")
+    lost = await eventually(lambda: _events(bus, "PodLost"), what="the pod on n2 to be lost", timeout_s=10)
+    assert [e.key for e in lost] == [pods[2]] and lost[0].env.payload == {"node": "n2", "reason": "NodeLost"}
+    assert [e.key for e in of_type(await read_log(bus), "NodeNotReady")] == ["n2"]
+    await eventually(lambda: _node_ready(nodes, "n2", False), what="n2 NotReady in the read model")
+    beats.beating.add("n2")
+    await eventually(lambda: _events(bus, "NodeReady"), what="n2 Ready again")
+    await eventually(lambda: _node_ready(nodes, "n2", True), what="n2 Ready in the read model")
+    assert (await nodes.get("node", None, "n1")).object["object"]["ready"] is True  # type: ignore[union-attr]
+
+
+async def test_replicas_share_the_podgroups_and_place_each_gang_once(
+    stack: Stack, bus: Bus, beats: Heartbeats, eventually: Eventually
+) -> None:
+    fitting = [f"g{i}" for i in range(6)]
+    owners = Ring(REPLICAS).assign(f"default/{g}" for g in fitting)
+    assert all(owners.values())  # the names are chosen so that each replica owns some
+    binder = await stack.binder()
+    replicas = [await stack.scheduler(r) for r in REPLICAS]
+    beats.beating |= {"n1", "n2"}
+    objects = [node("n1", cpu=8), node("n2", cpu=8)]
+    for name in fitting:
+        objects += gang(name, 2)
+    objects += gang("huge", 3, cpu=9)  # no node has 9 cpus
+    await created(bus, *objects)
+
+    placed = [key for key in pod_keys(objects) if not key.startswith("default/huge-")]
+    bound = await eventually(lambda: _bound(bus, len(placed)), what="every fitting pod bound", timeout_s=20)
+    assert sorted(e.key for e in bound) == sorted(placed)  # each once, none of huge's
+    await eventually(lambda: _unschedulable(bus, "default/huge"), what="huge marked Unschedulable")
+    for name in fitting:
+        seqs = [e.seq for e in bound if e.key.startswith(f"default/{name}-")]
+        assert seqs[1] == seqs[0] + 1  # a gang lands in one batch
+    for replica in replicas:
+        assert replica.sched_metrics.plans_published.labels().value > 0
+        assert replica.sched_metrics.owned_podgroups.labels().value > 0
+    assert binder.binder_metrics.rejected.labels("already_bound").value == 0
+    # The job's trace runs from its events through the plan to the binder's PodBound.
+    assert {e.env.traceparent.split("-")[1] for e in bound if e.env.traceparent} == {TRACE_ID}
+    assert all(e.env.traceparent for e in bound)
+
+    # A replica restarted from its checkpoint replays only what came after it and plans nothing again.
+    events = await settle(bus, [*replicas, binder])
+    await replicas[0].shutdown()
+    restarted = await stack.scheduler("scheduler-0")
+    await restarted.run_until_idle(15)
+    assert restarted.metrics.events_applied.labels("scheduler-0", "replay").value == 0
+    assert restarted.state.view.snapshot().pods == replicas[1].state.view.snapshot().pods
+    await replicas[1].run_until_idle(15)
+    extra = (await read_log(bus))[events:]
+    assert len(extra) == 0, [(e.type, e.key, e.env.payload) for e in extra]
+
+
+async def test_a_killed_replica_hands_its_podgroups_over_when_its_lease_expires(
+    stack: Stack,
+    bus: Bus,
+    etcd: Etcd,
+    beats: Heartbeats,
+    nats_server: NatsServer,
+    etcd_server: EtcdServer,
+    tmp_path: Path,
+    eventually: Eventually,
+) -> None:
+    await stack.binder()
+    survivor = await stack.scheduler("scheduler-0", membership_ttl_s=2)
+    victim = await _start_replica("scheduler-1", nats_server, etcd_server, tmp_path / "scheduler-1.log")
+    try:
+        members = Membership(etcd, "scheduler")
+        await eventually(
+            lambda: _members_are(members, set(REPLICAS)), what="both replicas to join", timeout_s=30
+        )
+        beats.beating |= {"n1", "n2"}
+        before = [o for name in ("a0", "a1", "a2", "a3") for o in gang(name, 1)]
+        await created(bus, node("n1", cpu=8), node("n2", cpu=8), *before)
+        await eventually(lambda: _bound(bus, 4), what="the first gangs bound by both replicas", timeout_s=20)
+
+        victim.send_signal(signal.SIGKILL)  # no goodbye: its lease has to expire
+        killed_at = time.time()
+        await victim.wait()
+        after = [o for name in ("b0", "b1", "b2", "b3", "b4", "b5") for o in gang(name, 1)]
+        orphans = Ring(REPLICAS).assign(f"default/{o.meta.name}" for o in after if not isinstance(o, Pod))
+        assert orphans["scheduler-1"]  # some of them were the dead replica's
+        await created(bus, *after)
+        bound = await eventually(lambda: _bound(bus, 10), what="the survivor to place them all", timeout_s=20)
+        assert survivor.ownership.ring.members == ("scheduler-0",)
+        taken = [e for e in bound if any(e.key.startswith(f"{key}-") for key in orphans["scheduler-1"])]
+        assert taken and all(e.env.time - killed_at > 1.0 for e in taken)  # not before the 2 s lease lapsed
+    finally:
+        if victim.returncode is None:
+            victim.kill()
+            await victim.wait()
+
+
+async def _start_replica(
+    replica: str, nats: NatsServer, etcd: EtcdServer, log_path: Path
+) -> asyncio.subprocess.Process:
+    args = [
+        "--replica-id",
+        replica,
+        "--nats-url",
+        nats.url,
+        "--etcd-endpoint",
+        "{}:{}".format(*etcd.endpoint),
+    ]
+    args += ["--membership-ttl-s", "2", "--schedule-period-s", "0.5", "--metrics-port", "0"]
+    with log_path.open("wb") as log:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "services.scheduler",
+            *args,
+            cwd=REPO,
+            stdout=log,
+            stderr=log,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+
+
+async def settle(bus: Bus, services: list[Any]) -> int:
+    """Wait until a round in which every service became idle added nothing to the log and left no plan
+    on its way; the log's length then."""
+    while True:
+        before = len(await read_log(bus))
+        for service in services:
+            await service.run_until_idle(15)
+        if len(await read_log(bus)) == before and await _no_plans_left(bus):
+            return before
+
+
+async def _events(bus: Bus, event_type: str) -> list[Logged]:
+    return of_type(await read_log(bus), event_type)
+
+
+async def _bound(bus: Bus, count: int) -> list[Logged] | None:
+    bound = await _events(bus, "PodBound")
+    assert len(bound) <= count, f"more pods bound than expected: {[e.key for e in bound]}"
+    return bound if len(bound) == count else None
+
+
+async def _rejections(bus: Bus) -> list[Logged]:
+    return await _events(bus, "PlanRejected")
+
+
+async def _no_plans_left(bus: Bus) -> bool:
+    return int((await bus.jsm.stream_info(PLANS_STREAM)).state.messages) == 0
+
+
+async def _unschedulable(bus: Bus, key: str) -> bool:
+    for event in of_type(await read_log(bus), "PodGroupStatusChanged", key):
+        conditions = event.env.payload["conditions"]
+        if any(c["type"] == "Unschedulable" and c["status"] == "True" for c in conditions):
+            return True
+    return False
+
+
+async def _node_ready(nodes: ReadModel, name: str, ready: bool) -> bool:
+    stored = await nodes.get("node", None, name)
+    return stored is not None and stored.object["object"]["ready"] is ready
+
+
+async def _members_are(members: Membership, expected: set[str]) -> bool:
+    return set((await members.members())[0]) == expected
