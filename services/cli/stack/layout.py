@@ -48,6 +48,7 @@ class RunningService:
     pid: int
     metrics_port: int
     log: str
+    restarts: int = 0
 
 
 @dataclass(slots=True)

@@ -1,8 +1,10 @@
 """The local stack's supervisor: owns nats-server, etcd and every service process.
 
 It starts them in dependency order on free loopback ports, waits until each reports healthy, records the
-stack in `stack.json`, and on SIGTERM/SIGINT stops them in reverse order (SIGTERM to each process group,
-SIGKILL after a grace period) before removing the record. Everything it starts, it stops, by PID.
+stack in `stack.json`, restarts a service that dies (with the same port, after a short backoff: a crashed
+service resumes from its checkpoint and the log), and on SIGTERM/SIGINT stops them in reverse order
+(SIGTERM to each process group, SIGKILL after a grace period) before removing the record. Everything it
+starts, it stops, by PID.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from services.cli.stack.layout import RunningService, ServiceSpec, StackState
 from shared.servers import EtcdServer, NatsServer, free_port
 
 STOP_GRACE_S = 10.0
+RESTART_BACKOFF_S = 0.5
 HEALTH_TIMEOUT_S = 60.0
 
 
@@ -63,6 +66,7 @@ class Supervisor:
         self.nats: NatsServer | None = None
         self.etcd: EtcdServer | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
+        self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
 
     async def run(self) -> int:
@@ -78,9 +82,36 @@ class Supervisor:
             return 1
         if self.on_ready is not None:
             self.on_ready(self.state)
+        keepers = [asyncio.create_task(self._keep_alive(spec)) for spec in self.specs]
         await self.stopping.wait()
+        for keeper in keepers:
+            keeper.cancel()
+        await asyncio.gather(*keepers, return_exceptions=True)
         await self._stop()
         return 0
+
+    async def _keep_alive(self, spec: ServiceSpec) -> None:
+        """Restart the service whenever it exits while the stack is meant to run."""
+        backoff_s = RESTART_BACKOFF_S / 2
+        while not self.stopping.is_set():
+            process = self.processes[spec.name]
+            code = await process.wait()
+            if self.stopping.is_set():
+                return
+            # a service that keeps dying backs off; one that ran a while restarts promptly again
+            ran_s = time.monotonic() - self.spawned_at[spec.name]
+            backoff_s = RESTART_BACKOFF_S if ran_s > 30 else min(backoff_s * 2, 10.0)
+            record = next(s for s in self.state.services if s.name == spec.name)
+            record.restarts += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), backoff_s)
+            if self.stopping.is_set():
+                return
+            with Path(record.log).open("ab") as log:
+                log.write(f"--- lahar: {spec.name} exited with {code}; restarting\n".encode())
+            # dying again while starting is fine: the loop waits and tries once more
+            with contextlib.suppress(RuntimeError):
+                await self._spawn(spec, self.home / "logs", port=record.metrics_port)
 
     async def _start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -99,8 +130,8 @@ class Supervisor:
         self.state.ready = True
         self.state.write(self.home)
 
-    async def _spawn(self, spec: ServiceSpec, logs: Path) -> None:
-        port = free_port()
+    async def _spawn(self, spec: ServiceSpec, logs: Path, port: int = 0) -> None:
+        port = port or free_port()
         log_path = logs / f"{spec.name}.log"
         command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port)
         with log_path.open("ab") as log:
@@ -108,7 +139,12 @@ class Supervisor:
                 *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
             )
         self.processes[spec.name] = process
-        self.state.services.append(RunningService(spec.name, process.pid, port, str(log_path)))
+        self.spawned_at[spec.name] = time.monotonic()
+        record = next((s for s in self.state.services if s.name == spec.name), None)
+        if record is None:
+            self.state.services.append(RunningService(spec.name, process.pid, port, str(log_path)))
+        else:
+            record.pid = process.pid
         self.state.write(self.home)
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
         while not await asyncio.to_thread(service_healthy, port):
