@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from services.admission import validate_cmd
-from services.cli import bench_cmd, simulate_cmd, stack_cmd
+from services.cli import bench_cmd, cluster_cmd, job_cmd, queue_cmd, simulate_cmd, stack_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.register(sub)
     validate_cmd.register(sub)
     stack_cmd.register(sub)
+    cluster_cmd.register(sub)
+    job_cmd.register(sub)
+    queue_cmd.register(sub)
     return parser
 
 

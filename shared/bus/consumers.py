@@ -114,7 +114,7 @@ class DurableConsumer:
         """Up to batch messages; waits up to timeout_s for the first, returns [] if none came."""
         try:
             msgs = await self._sub.fetch(batch, timeout=timeout_s)
-        except nats.errors.TimeoutError:
+        except (TimeoutError, nats.errors.TimeoutError):
             return []
         return [_to_delivery(msg) for msg in msgs]
 

@@ -1,0 +1,257 @@
+"""Admission's request/reply API on core NATS (queue group "admission", so instances share the load).
+
+- `lahar.api.apply`: the body is manifest text, YAML or JSON, possibly several documents.
+- `lahar.api.delete`: a JSON object {"kind", "namespace", "name"}.
+- `lahar.api.command`: a JSON object {"action", "target_kind", "namespace", "name"}; actions suspend
+  (AbortJob), resume (ResumeJob), restart (RestartJob), terminate (TerminateJob), complete (CompleteJob),
+  open (OpenQueue), close (CloseQueue) or a Volcano action name; and "update" with "weight" for a Queue
+  (vcctl queue operate -a update).
+
+Headers, all optional: `Lahar-Dry-Run: true` decides without writing; `Lahar-Request-Id` makes a retried
+request idempotent (event ids derive from it); `Lahar-Source` names the manifest in errors (a file name;
+default "request"); `traceparent` makes the request's span a child of the caller's.
+
+Every reply is JSON {"accepted", "code", "dry_run", "objects": [{kind, namespace, name, action}],
+"errors": [{document, path, message}], "seq"}; code is one of ok, invalid, conflict, unavailable, error.
+A refused request writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from opentelemetry.trace import SpanKind
+
+from contracts.errors import FieldError
+from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, Command, ObjectMeta, OwnerReference
+from services.admission.context_core import Plan
+from services.admission.core.command_rules import ACTIONS_BY_KIND
+from services.admission.core.context import ClusterContext
+from services.admission.core.decide import COMMAND, DELETE, UPDATE, Request
+from services.admission.intake import Conflict, Invalid, Unavailable, apply_requests, parse_manifests
+from shared.bus.errors import BusError
+from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context
+
+if TYPE_CHECKING:
+    from services.admission.service import AdmissionService
+
+log = structlog.get_logger(__name__)
+
+QUEUE_GROUP = "admission"
+VERBS = ("apply", "delete", "command")
+DRY_RUN_HEADER = "Lahar-Dry-Run"
+REQUEST_ID_HEADER = "Lahar-Request-Id"
+SOURCE_HEADER = "Lahar-Source"
+_MAX_SOURCE_CHARS = 200
+REQUEST = "request"  # how a request body is named in errors
+# friendly names of the Command actions (vcctl's verbs), each with the kind it acts on
+ACTIONS: Mapping[str, tuple[str, str]] = {
+    "suspend": ("AbortJob", "Job"),
+    "abort": ("AbortJob", "Job"),
+    "resume": ("ResumeJob", "Job"),
+    "restart": ("RestartJob", "Job"),
+    "terminate": ("TerminateJob", "Job"),
+    "complete": ("CompleteJob", "Job"),
+    "open": ("OpenQueue", "Queue"),
+    "close": ("CloseQueue", "Queue"),
+}
+_KINDS = {kind.lower(): kind for kind in API_VERSIONS}
+
+
+def _field(body: Mapping[str, Any], name: str, *, required: bool = True) -> str:
+    value = body.get(name, "")
+    if not isinstance(value, str) or (required and not value):
+        raise Invalid([FieldError(REQUEST, name, f"expected a non-empty string, got {value!r}")])
+    return value
+
+
+def _json_object(data: bytes) -> Mapping[str, Any]:
+    try:
+        body = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise Invalid([FieldError(REQUEST, "", f"the request is not JSON: {exc}")]) from exc
+    if not isinstance(body, dict):
+        raise Invalid([FieldError(REQUEST, "", f"expected a JSON object, got {type(body).__name__}")])
+    return body
+
+
+def _kind(value: str, path: str) -> str:
+    kind = _KINDS.get(value.lower())
+    if kind is None:
+        raise Invalid(
+            [FieldError(REQUEST, path, f"expected one of {', '.join(API_VERSIONS)}, got {value!r}")]
+        )
+    return kind
+
+
+def delete_requests(body: Mapping[str, Any]) -> Callable[[ClusterContext], list[Request]]:
+    kind = _kind(_field(body, "kind"), "kind")
+    name = _field(body, "name")
+    namespace = "" if kind in CLUSTER_SCOPED else _field(body, "namespace", required=False) or "default"
+    return lambda _context: [Request(DELETE, kind=kind, namespace=namespace, name=name)]
+
+
+def command_requests(body: Mapping[str, Any]) -> Callable[[ClusterContext], list[Request]]:
+    action = _field(body, "action")
+    name = _field(body, "name")
+    namespace = _field(body, "namespace", required=False) or "default"
+    if action == "update":
+        return _queue_update(body, name)
+    # a Volcano action name (AbortJob, OpenQueue, ...) names the kind it acts on too
+    implied = next((kind for kind, actions in ACTIONS_BY_KIND.items() if action in actions), "")
+    volcano, kind = ACTIONS.get(action.lower(), (action, implied))
+    target = body.get("target_kind") or kind or "Job"
+    if not isinstance(target, str):
+        raise Invalid([FieldError(REQUEST, "target_kind", f"expected Job or Queue, got {target!r}")])
+    target_kind = _kind(target, "target_kind")
+    command = Command(
+        meta=ObjectMeta("", namespace),
+        action=volcano,
+        target=OwnerReference(kind=target_kind, name=name, api_version=API_VERSIONS[target_kind]),
+    )
+    return lambda _context: [Request(COMMAND, command, document=f"Command on {target_kind} {name}")]
+
+
+def _queue_update(body: Mapping[str, Any], name: str) -> Callable[[ClusterContext], list[Request]]:
+    """vcctl queue operate -a update -w N: a merge patch of the queue's weight."""
+    weight = body.get("weight")
+    if isinstance(weight, bool) or not isinstance(weight, int) or weight <= 0:
+        raise Invalid([FieldError(REQUEST, "weight", f"expected an integer > 0, got {weight!r}")])
+    document = f"Queue {name}"
+
+    def build(context: ClusterContext) -> list[Request]:
+        queue = context.queues.get(name)
+        if queue is None:
+            raise Invalid([FieldError(document, "metadata.name", f"Queue {name!r} not found")])
+        return [Request(UPDATE, replace(queue, weight=weight), document=document)]
+
+    return build
+
+
+def reply(
+    plan: Plan | None, *, code: str, dry_run: bool, seq: int = 0, errors: Sequence[FieldError] = ()
+) -> dict[str, Any]:
+    accepted = plan is not None and plan.accepted
+    found = list(errors) or (list(plan.errors) if plan is not None else [])
+    return {
+        "accepted": accepted,
+        "code": code if not accepted else "ok",
+        "dry_run": dry_run,
+        "objects": [
+            {"kind": o.kind, "namespace": o.namespace, "name": o.name, "action": o.action}
+            for o in (plan.outcomes if plan is not None else ())
+        ],
+        "errors": [{"document": e.document, "path": e.path, "message": e.message} for e in found],
+        "seq": seq,
+    }
+
+
+class ApiServer:
+    def __init__(self, service: AdmissionService) -> None:
+        self.service = service
+        self.serving = False
+        self._inflight = 0
+
+    @property
+    def busy(self) -> bool:
+        return self._inflight > 0
+
+    async def run(self) -> None:
+        nc = self.service.bus.nc
+        subs: list[Subscription] = []
+        for verb in VERBS:
+            subs.append(await nc.subscribe(f"lahar.api.{verb}", queue=QUEUE_GROUP, cb=self._callback(verb)))
+        self.serving = True
+        log.info("serving the admission API", subjects=[s.subject for s in subs], queue_group=QUEUE_GROUP)
+        try:
+            await self.service.stopping.wait()
+        finally:
+            self.serving = False
+            # stop taking requests, answer the ones received
+            await asyncio.gather(*(sub.drain() for sub in subs), return_exceptions=True)
+
+    def _callback(self, verb: str) -> Callable[[Msg], Any]:
+        async def handle(msg: Msg) -> None:
+            self._inflight += 1
+            try:
+                answer = await self.answer(verb, msg.data, dict(msg.headers or {}))
+                if msg.reply:
+                    await msg.respond(json.dumps(answer).encode())
+            except Exception:  # a request must never take the subscription down
+                log.exception("admission request failed", verb=verb)
+            finally:
+                self._inflight -= 1
+                self.service.progressed()
+
+        return handle
+
+    async def answer(self, verb: str, data: bytes, headers: Mapping[str, str]) -> dict[str, Any]:
+        """The reply to one request, inside a span that the accepted events carry."""
+        service = self.service
+        dry_run = headers.get(DRY_RUN_HEADER, "").strip().lower() in ("1", "true", "yes")
+        request_id = headers.get(REQUEST_ID_HEADER) or str(uuid.uuid4())
+        started = time.perf_counter()
+        with service.tracer.start_as_current_span(
+            f"admission {verb}",
+            context=extract_context(headers),
+            kind=SpanKind.SERVER,
+            attributes={"messaging.system": "nats", "lahar.request.id": request_id, "lahar.dry_run": dry_run},
+        ) as span:
+            source = headers.get(SOURCE_HEADER, "").strip()[:_MAX_SOURCE_CHARS]
+            answer = await self._decide(
+                verb, data, request_id, dry_run, source if source.isprintable() else ""
+            )
+            span.set_attribute("lahar.admission.code", answer["code"])
+            jobs = [o for o in answer["objects"] if o["kind"] == "Job"]
+            if len(jobs) == 1:
+                span.set_attribute(JOB_ATTRIBUTE, f"{jobs[0]['namespace']}/{jobs[0]['name']}")
+        result = "accepted" if answer["accepted"] else {"ok": "rejected"}.get(answer["code"], answer["code"])
+        service.admission_metrics.requests.labels(verb, result).inc()
+        service.admission_metrics.duration.labels(verb).observe(time.perf_counter() - started)
+        log.info(
+            "admission request",
+            verb=verb,
+            request_id=request_id,
+            code=answer["code"],
+            objects=len(answer["objects"]),
+            errors=len(answer["errors"]),
+        )
+        return answer
+
+    async def _decide(
+        self, verb: str, data: bytes, request_id: str, dry_run: bool, source: str
+    ) -> dict[str, Any]:
+        limit = self.service.config.max_request_bytes
+        try:
+            if verb == "apply":
+                build = apply_requests(parse_manifests(data, source or REQUEST, limit))
+            elif len(data) > limit:
+                message = f"the request is {len(data)} bytes, the limit is {limit}"
+                raise Invalid([FieldError(REQUEST, "", message)])
+            elif verb == "delete":
+                build = delete_requests(_json_object(data))
+            else:
+                build = command_requests(_json_object(data))
+            submitted = await self.service.submit(build, request_id, dry_run=dry_run)
+        except Invalid as exc:
+            return reply(None, code="invalid", dry_run=dry_run, errors=exc.errors)
+        except Conflict as exc:
+            return reply(None, code="conflict", dry_run=dry_run, errors=[FieldError(REQUEST, "", str(exc))])
+        except (Unavailable, BusError) as exc:
+            return reply(
+                None, code="unavailable", dry_run=dry_run, errors=[FieldError(REQUEST, "", str(exc))]
+            )
+        except Exception as exc:  # a bug: the caller still gets an answer, the log the traceback
+            log.exception("admission could not decide a request", verb=verb, request_id=request_id)
+            message = f"admission failed on this request: {type(exc).__name__}: {exc}"
+            return reply(None, code="error", dry_run=dry_run, errors=[FieldError(REQUEST, "", message)])
+        return reply(submitted.plan, code="invalid", dry_run=dry_run, seq=submitted.seq)

@@ -1,0 +1,316 @@
+"""Admission's view of the cluster, folded from the event log, and the pure planning of one request.
+
+The view holds what admission's rules read (`ClusterContext`: queues with their states, priority classes,
+jobs, hypernodes, the pods each queue has allocated) plus the last sequence of every subject admission
+writes to, so each accepted event is published with `expected_last_subject_seq` = that sequence: two
+admission instances deciding about the same object cannot both write it.
+
+Pure: no I/O, no clock. Like the controllers' states, the view is a mutable container the fold updates in
+place (the runner holds the only reference); the `ClusterContext` handed to `decide` is an immutable
+value built from it on demand and cached until the next relevant event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import msgpack
+
+from contracts import codec
+from contracts.errors import FieldError
+from contracts.events import EVENT_TYPES
+from contracts.objects import CLUSTER_SCOPED, ApiObject, HyperNode, Job, PriorityClass, Queue, frozen_map
+from services.admission.core.context import ClusterContext, implicit_queues
+from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
+from services.job_controller.core.expand import QUEUE_NAME
+from shared.runner_types import Event, Output, deterministic_id
+
+CHECKPOINT_VERSION = 1
+# subjects admission writes to, whose last sequence guards its writes
+GUARDED_KINDS = frozenset({"job", "queue", "priorityclass", "hypernode", "command"})
+# a pod counts against its queue from its binding until it stops (Volcano's queue status.allocated)
+_ALLOCATING = frozenset({"PodBound", "PodRunning", "PodEvicting"})
+_RELEASING = frozenset({"PodSucceeded", "PodFailed", "PodTerminated", "PodLost"})
+_TABLES = {"job": "jobs", "queue": "queues", "priorityclass": "priority_classes", "hypernode": "hypernodes"}
+
+
+def subject_key(kind: str, namespace: str | None, name: str) -> str:
+    return f"{kind}/{namespace if namespace is not None else '_'}/{name}"
+
+
+@dataclass(slots=True)
+class View:
+    jobs: dict[str, Job] = field(default_factory=dict)  # "namespace/name"
+    queues: dict[str, Queue] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    hypernodes: dict[str, HyperNode] = field(default_factory=dict)
+    pods: dict[str, list[Any]] = field(default_factory=dict)  # pod key -> [queue, allocated]
+    subjects: dict[str, int] = field(default_factory=dict)  # subject_key -> last seq
+    seq: int = 0
+    cached: ClusterContext | None = None
+
+    def subject_seq(self, kind: str, namespace: str | None, name: str) -> int:
+        return self.subjects.get(subject_key(kind, namespace, name), 0)
+
+    def context(self) -> ClusterContext:
+        if self.cached is None:
+            queues = {q.meta.name: q for q in implicit_queues()} | self.queues
+            counts: dict[str, int] = {}
+            for queue, allocated in self.pods.values():
+                if allocated:
+                    counts[queue] = counts.get(queue, 0) + 1
+            self.cached = ClusterContext(
+                queues=frozen_map(queues),
+                priority_classes=frozen_map(self.priority_classes),
+                jobs=frozen_map(self.jobs),
+                hypernodes=frozen_map(self.hypernodes),
+                queue_pods=frozen_map(counts),
+            )
+        return self.cached
+
+
+def fold(view: View, event: Event) -> View:
+    """Apply one event. A payload that does not decode (a bug of its writer) is skipped: every other
+    service reads the same log, and stopping admission would not repair it."""
+    view.seq = event.seq
+    if event.kind in GUARDED_KINDS:
+        view.subjects[subject_key(event.kind, event.namespace, event.name)] = event.seq
+    handler = _HANDLERS.get(event.type)
+    if handler is not None:
+        try:
+            handler(view, event)
+        except (codec.DecodeError, KeyError, TypeError, ValueError, AttributeError):
+            return view
+        view.cached = None
+    return view
+
+
+def _key(event: Event) -> str:
+    return f"{event.namespace}/{event.name}" if event.namespace is not None else event.name
+
+
+def _put(table: str) -> Callable[[View, Event], None]:
+    def handler(view: View, event: Event) -> None:
+        obj = codec.decode_object(event.payload["object"])
+        getattr(view, table)[obj.meta.key] = obj
+
+    return handler
+
+
+def _drop(table: str) -> Callable[[View, Event], None]:
+    def handler(view: View, event: Event) -> None:
+        getattr(view, table).pop(_key(event), None)
+
+    return handler
+
+
+def _queue_state(view: View, event: Event) -> None:
+    queue = view.queues.get(event.name)
+    if queue is not None:
+        view.queues[event.name] = replace(queue, status=replace(queue.status, state=event.payload["state"]))
+
+
+def _pod_created(view: View, event: Event) -> None:
+    pod = codec.decode_object(event.payload["object"])
+    queue = pod.meta.annotations.get(QUEUE_NAME) or pod.meta.labels.get(QUEUE_NAME) or "default"
+    view.pods[_key(event)] = [queue, False]
+
+
+def _pod_phase(allocated: bool) -> Callable[[View, Event], None]:
+    def handler(view: View, event: Event) -> None:
+        pod = view.pods.get(_key(event))
+        if pod is None:
+            return
+        if allocated:
+            pod[1] = True
+        else:
+            del view.pods[_key(event)]  # finished: it never allocates again (a retry is a new PodCreated)
+
+    return handler
+
+
+def _pod_deletion_requested(view: View, event: Event) -> None:
+    pod = view.pods.get(_key(event))
+    if pod is not None and not pod[1]:
+        del view.pods[_key(event)]  # never placed: no node will report it stopped
+
+
+_HANDLERS: Mapping[str, Callable[[View, Event], None]] = {
+    "JobSubmitted": _put("jobs"),
+    "JobUpdated": _put("jobs"),
+    "JobDeleted": _drop("jobs"),
+    "QueueApplied": _put("queues"),
+    "QueueDeleted": _drop("queues"),
+    "QueueStateChanged": _queue_state,
+    "PriorityClassApplied": _put("priority_classes"),
+    "PriorityClassDeleted": _drop("priority_classes"),
+    "HyperNodeApplied": _put("hypernodes"),
+    "HyperNodeDeleted": _drop("hypernodes"),
+    "PodCreated": _pod_created,
+    "PodDeletionRequested": _pod_deletion_requested,
+    **{name: _pod_phase(True) for name in _ALLOCATING},
+    **{name: _pod_phase(False) for name in _RELEASING},
+}
+
+
+# --- planning a request ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One event to publish: its subject's object, the CAS guard (None: an earlier write of the same
+    request guards the subject) and the correlation id (the job key where there is a job)."""
+
+    emit: Emit
+    kind: str
+    namespace: str | None
+    name: str
+    expected_last_subject_seq: int | None
+    correlation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One request's object and what happened to it: created, configured, unchanged, deleted, issued."""
+
+    kind: str
+    namespace: str
+    name: str
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    accepted: bool
+    outcomes: tuple[Outcome, ...] = ()
+    writes: tuple[Write, ...] = ()
+    errors: tuple[FieldError, ...] = ()
+
+
+def stamp(obj: ApiObject, context: ClusterContext, uid: str, now: float) -> ApiObject:
+    """A new object gets its identity here (the API server's job in Kubernetes); an existing one keeps
+    its own, which `decide` carries over."""
+    if obj.kind not in ("Job", "Queue", "PriorityClass", "HyperNode"):
+        return obj
+    if context.existing(obj.kind, obj.meta.namespace, obj.meta.name) is not None:
+        return obj
+    return replace(obj, meta=replace(obj.meta, uid=uid, creation_timestamp=now))  # type: ignore[arg-type]
+
+
+def plan(requests: Sequence[Request], view: View, request_id: str, now: float) -> Plan:
+    """Decide every request in order, each against the cluster as the earlier ones leave it (so a job may
+    name a queue created by the same manifest); all are accepted or none."""
+    context = view.context()
+    outcomes: list[Outcome] = []
+    writes: list[Write] = []
+    errors: list[FieldError] = []
+    guarded: set[str] = set()
+    for index, request in enumerate(requests):
+        if request.object is not None and request.operation != COMMAND:
+            uid = deterministic_id("admission", "uid", request_id, index)
+            request = replace(request, object=stamp(request.object, context, uid, now))
+        existed = _existing(request, context) is not None
+        decision = decide(request, context)
+        if not decision.accepted:
+            errors.extend(decision.errors)
+            continue
+        outcomes.append(_outcome(request, decision, existed))
+        for emit in decision.events:
+            write = _write(emit, view, guarded)
+            guarded.add(subject_key(write.kind, write.namespace, write.name))
+            writes.append(write)
+        context = assume(context, decision, deleted=request.operation == DELETE)
+    if errors:
+        return Plan(False, errors=tuple(errors))
+    return Plan(True, tuple(outcomes), tuple(writes))
+
+
+def _existing(request: Request, context: ClusterContext) -> ApiObject | None:
+    if request.operation == DELETE:
+        return context.existing(request.kind, request.namespace, request.name)
+    obj = request.object
+    return None if obj is None else context.existing(obj.kind, obj.meta.namespace, obj.meta.name)
+
+
+def _outcome(request: Request, decision: Decision, existed: bool) -> Outcome:
+    obj = decision.objects[0]
+    namespace = "" if obj.kind in CLUSTER_SCOPED else obj.meta.namespace
+    if request.operation == DELETE:
+        action = "deleted"
+    elif obj.kind == "Command":
+        action = "issued"
+    elif not decision.events:
+        action = "unchanged"
+    else:
+        action = "configured" if existed else "created"
+    return Outcome(obj.kind, namespace, obj.meta.name, action)
+
+
+def _write(emit: Emit, view: View, guarded: set[str]) -> Write:
+    obj = emit.object
+    kind = EVENT_TYPES[emit.type].subject_kind
+    namespace = None if obj.kind in CLUSTER_SCOPED else obj.meta.namespace
+    key = subject_key(kind, namespace, obj.meta.name)
+    expected = None if key in guarded else view.subjects.get(key, 0)
+    correlation = str(emit.payload["target"]) if emit.type == "CommandIssued" else obj.meta.key
+    return Write(emit, kind, namespace, obj.meta.name, expected, correlation)
+
+
+def assume(context: ClusterContext, decision: Decision, *, deleted: bool = False) -> ClusterContext:
+    """The context once the decision's objects are stored (or removed)."""
+    for obj in decision.objects:
+        table = _TABLES.get(obj.kind.lower())
+        if table is None:
+            continue
+        current = dict(getattr(context, table))
+        if deleted:
+            current.pop(obj.meta.key, None)
+        else:
+            current[obj.meta.key] = obj
+        context = replace(context, **{table: frozen_map(current)})
+    return context
+
+
+# --- the Core protocol -----------------------------------------------------------------------------
+
+
+class AdmissionViewCore:
+    """The view as a runner core: it only folds; admission writes in answer to requests, never in
+    reconcile."""
+
+    name = "admission"
+
+    def initial(self) -> View:
+        return View()
+
+    def apply(self, state: View, event: Event) -> View:
+        return fold(state, event)
+
+    def reconcile(self, state: View, now: float) -> list[Output]:
+        return []
+
+    def dump(self, state: View) -> bytes:
+        document = {
+            "version": CHECKPOINT_VERSION,
+            "seq": state.seq,
+            "objects": [
+                codec.encode_object(obj)
+                for table in (state.jobs, state.queues, state.priority_classes, state.hypernodes)
+                for obj in table.values()
+            ],
+            "pods": state.pods,
+            "subjects": state.subjects,
+        }
+        return msgpack.packb(document, use_bin_type=True)
+
+    def load(self, data: bytes) -> View:
+        document = msgpack.unpackb(data, raw=False)
+        if document.get("version") != CHECKPOINT_VERSION:
+            raise ValueError(f"unsupported admission checkpoint version {document.get('version')!r}")
+        view = View(pods=document["pods"], subjects=document["subjects"], seq=document["seq"])
+        for data in document["objects"]:
+            obj = codec.decode_object(data)
+            getattr(view, _TABLES[obj.kind.lower()])[obj.meta.key] = obj
+        return view

@@ -1,0 +1,219 @@
+"""The admission service: the view of the cluster folded from the log (an EventSourcedService whose core
+only folds), and `submit`, the one path by which API requests and intake manifests become events.
+
+Writes are guarded per object rather than by leader election, so any number of instances may run (the
+API subjects are served by a queue group): every event is published with the last sequence of its
+object's subject as this instance saw it. On a ConcurrencyConflict the instance catches up with the log
+and decides once more; a second conflict is answered "conflict, retry".
+
+A request is decided only after the view has caught up with the log as it stood when the request came
+(so a job may name a queue created a moment ago through another instance), and answered only after the
+view holds its own events (so the next request sees them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import structlog
+from opentelemetry.trace import Tracer
+
+from services.admission.api import ApiServer
+from services.admission.context_core import AdmissionViewCore, Plan, View, Write, plan
+from services.admission.core.context import ClusterContext
+from services.admission.core.decide import Request
+from services.admission.intake import Conflict, IntakeConsumer, Unavailable
+from shared.bus.envelope import Envelope, derived_event_id
+from shared.bus.errors import ConcurrencyConflict, DuplicateBatch
+from shared.bus.jetstream import BatchItem, Bus
+from shared.bus.subjects import EVENTS_STREAM, event_subject
+from shared.runner import EventSourcedService, RunnerConfig
+from shared.store.etcd import Etcd
+from shared.telemetry.metrics import Registry, default_registry
+from shared.telemetry.tracing import trace_fields
+
+log = structlog.get_logger(__name__)
+
+MiB = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AdmissionConfig(RunnerConfig):
+    """Admission: validates and defaults API requests and intake manifests, appends the accepted events."""
+
+    max_request_bytes: int = MiB  # larger requests and intake manifests are refused
+    catch_up_timeout_s: float = 5.0  # how long a request waits for the view to reach the log's end
+    intake: bool = True  # consume LAHAR_INTAKE
+    intake_batch: int = 32  # intake messages fetched at once
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if self.max_request_bytes < 1:
+            problems.append(f"max_request_bytes: expected an integer >= 1, got {self.max_request_bytes}")
+        if self.catch_up_timeout_s <= 0:
+            problems.append(f"catch_up_timeout_s: expected a positive number, got {self.catch_up_timeout_s}")
+        if self.intake_batch < 1:
+            problems.append(f"intake_batch: expected an integer >= 1, got {self.intake_batch}")
+        return problems
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Submitted:
+    plan: Plan
+    seq: int  # the log position the answer reflects (the last event written, when any)
+
+
+class AdmissionMetrics:
+    def __init__(self, registry: Registry) -> None:
+        self.requests = registry.counter(
+            "lahar_admission_requests_total",
+            "API requests by verb and result (accepted, rejected, conflict, unavailable)",
+            ("verb", "result"),
+        )
+        self.duration = registry.histogram(
+            "lahar_admission_request_duration_seconds", "Time to answer an API request", ("verb",)
+        )
+        self.conflicts = registry.counter(
+            "lahar_admission_write_conflicts_total",
+            "Writes refused because their object's subject moved on (decided again after catching up)",
+        )
+        self.intake = registry.counter(
+            "lahar_admission_intake_messages_total",
+            "Intake manifests by result (accepted, rejected, retried)",
+            ("result",),
+        )
+
+
+class AdmissionService(EventSourcedService[View]):
+    def __init__(
+        self,
+        bus: Bus,
+        etcd: Etcd,
+        config: AdmissionConfig,
+        *,
+        registry: Registry | None = None,
+        tracer: Tracer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        registry = registry or default_registry()
+        super().__init__(
+            AdmissionViewCore(), bus, etcd, config, registry=registry, tracer=tracer, clock=clock
+        )
+        self.config: AdmissionConfig = config
+        self.admission_metrics = AdmissionMetrics(registry)
+        self._lock = asyncio.Lock()
+        self.api = ApiServer(self)
+        self.intake = IntakeConsumer(self) if config.intake else None
+
+    def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
+        tasks = [self.api.run()]
+        if self.intake is not None:
+            tasks.append(self.intake.run())
+        return tasks
+
+    def health(self) -> dict[str, Any]:
+        health = super().health()
+        health["api_serving"] = self.api.serving
+        return health
+
+    async def idle(self) -> bool:
+        if self._lock.locked() or self.api.busy:
+            return False
+        if self.intake is not None and not await self.intake.idle():
+            return False
+        return await super().idle()
+
+    def progressed(self) -> None:
+        super().progressed()
+        for target, waiter in self._waiters:
+            if (self.seq >= target or self.stopping.is_set()) and not waiter.done():
+                waiter.set_result(None)
+        self._waiters = [(t, w) for t, w in self._waiters if not w.done()]
+
+    async def caught_up(self, seq: int, *, required: bool = True) -> None:
+        """Wait until the view has applied the log up to seq. When required, raise Unavailable if that
+        takes longer than catch_up_timeout_s or the service is stopping (its view no longer moves);
+        otherwise just stop waiting."""
+        if self.seq < seq and not self.stopping.is_set():
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append((seq, waiter))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, self.config.catch_up_timeout_s)
+        if self.seq < seq and required:
+            why = "is stopping" if self.stopping.is_set() else f"is at sequence {self.seq}, behind {seq}"
+            raise Unavailable(f"admission's view of the log {why}; retry shortly")
+
+    def context(self) -> ClusterContext:
+        return self.state.context()
+
+    async def submit(
+        self,
+        requests: Callable[[ClusterContext], Sequence[Request]],
+        request_id: str,
+        *,
+        dry_run: bool = False,
+    ) -> Submitted:
+        """Decide the requests (built from the current context) and, unless dry_run or refused, append
+        their events. Raises Unavailable / Conflict when nothing could be written for now."""
+        async with self._lock:
+            await self.caught_up(await self.bus.last_seq(EVENTS_STREAM))
+            try:
+                return await self._decide_and_write(requests, request_id, dry_run)
+            except ConcurrencyConflict as exc:
+                log.info("admission write lost a race; deciding again", error=str(exc))
+                self.admission_metrics.conflicts.inc()
+                await self.caught_up(exc.actual or await self.bus.last_seq(EVENTS_STREAM))
+            try:
+                return await self._decide_and_write(requests, request_id, dry_run)
+            except ConcurrencyConflict as exc:
+                self.admission_metrics.conflicts.inc()
+                raise Conflict(f"{exc}; the object changed concurrently, retry") from exc
+
+    async def _decide_and_write(
+        self, requests: Callable[[ClusterContext], Sequence[Request]], request_id: str, dry_run: bool
+    ) -> Submitted:
+        decided = plan(requests(self.context()), self.state, request_id, self.clock())
+        if not decided.accepted or dry_run or not decided.writes:
+            return Submitted(decided, self.seq)
+        seq = await self._publish(decided.writes, request_id)
+        await self.caught_up(seq, required=False)  # written: the answer does not depend on it
+        return Submitted(decided, seq)
+
+    async def _publish(self, writes: Sequence[Write], request_id: str) -> int:
+        """Append the writes (atomically when several); returns the sequence of the last one."""
+        now = self.clock()
+        trace = trace_fields()  # the request's span: the events start (or join) their job's trace
+        items = [
+            BatchItem(
+                Envelope.create(
+                    w.emit.type,
+                    time=now,
+                    producer=self.core.name,
+                    correlation_id=w.correlation_id,
+                    payload=dict(w.emit.payload),
+                    id=derived_event_id(request_id, index),
+                    causation_id=request_id,
+                    **trace,
+                ),
+                event_subject(w.kind, w.namespace, w.name),
+                w.expected_last_subject_seq,
+            )
+            for index, w in enumerate(writes)
+        ]
+        if len(items) == 1:
+            item = items[0]
+            ack = await self.bus.publish(
+                item.envelope, item.subject, expected_last_subject_seq=item.expected_last_subject_seq
+            )
+            return ack.seq
+        try:
+            return (await self.bus.publish_batch(items)).last_seq
+        except DuplicateBatch:
+            # this request's events are stored already (a retry after a lost reply)
+            return await self.bus.last_seq(EVENTS_STREAM)

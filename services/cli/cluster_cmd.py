@@ -1,0 +1,293 @@
+"""The commands that talk to a running cluster: `lahar apply`, `get`, `delete`, `wait`, `events`, `logs`.
+
+They find the cluster from `stack.json` in the lahar home (`lahar up`), unless --nats-url and
+--etcd-endpoint (or $LAHAR_NATS_URL and $LAHAR_ETCD_ENDPOINT) name one. Writes go to admission, reads
+come from the read model, `events` from the event log and `logs` from the pod's node agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from contracts.codec import DecodeError
+from contracts.objects import Job
+from contracts.parse import duration_seconds
+from services.cli import output
+from services.cli.stack.layout import StackState, lahar_home, process_alive
+from shared.client import LaharClient, LaharError, Unreachable
+from shared.client_reads import NAMESPACED, UnknownKind, resolve_kind
+
+Body = Callable[[LaharClient], Awaitable[int]]
+
+
+def add_connection(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cluster")
+    group.add_argument(
+        "--nats-url", default=os.environ.get("LAHAR_NATS_URL"), help="default: from stack.json"
+    )
+    group.add_argument(
+        "--etcd-endpoint",
+        default=os.environ.get("LAHAR_ETCD_ENDPOINT"),
+        help="host:port; default: from stack.json",
+    )
+    group.add_argument("--home", help="the stack's state directory (default $LAHAR_HOME or ~/.lahar)")
+
+
+def command(
+    sub: argparse._SubParsersAction, name: str, help_text: str, **kwargs: object
+) -> argparse.ArgumentParser:
+    """A cluster subcommand: connection flags, and the exit codes in its help."""
+    parser = sub.add_parser(
+        name, help=help_text, description=help_text, epilog=output.EXIT_CODES_HELP, **kwargs
+    )
+    add_connection(parser)
+    return parser
+
+
+def endpoints(args: argparse.Namespace) -> tuple[str, str]:
+    if args.nats_url and args.etcd_endpoint:
+        return args.nats_url, args.etcd_endpoint
+    home = lahar_home(args.home)
+    state = StackState.read(home)
+    if state is None or not process_alive(state.supervisor_pid) or not state.ready:
+        raise Unreachable(
+            f"no running lahar stack in {home} "
+            "(start one with `lahar up -d`, or pass --nats-url and --etcd-endpoint)"
+        )
+    return args.nats_url or state.nats_url, args.etcd_endpoint or state.etcd_endpoint
+
+
+def run(args: argparse.Namespace, body: Body) -> int:
+    """Connect, run body, close; errors become a message on stderr and an exit status."""
+
+    async def main() -> int:
+        nats_url, etcd_endpoint = endpoints(args)
+        async with await LaharClient.connect(nats_url, etcd_endpoint) as client:
+            return await body(client)
+
+    try:
+        return asyncio.run(main())
+    except Unreachable as exc:
+        print(f"lahar: {exc}", file=sys.stderr)
+        return output.EXIT_UNREACHABLE
+    except UnknownKind as exc:
+        print(f"lahar: {exc}", file=sys.stderr)
+        return output.EXIT_USAGE
+    except (LaharError, OSError) as exc:
+        print(f"lahar: {exc}", file=sys.stderr)
+        return output.EXIT_REFUSED
+    except DecodeError as exc:  # a read-model value this version cannot read
+        print(f"lahar: cannot read a stored object: {exc}", file=sys.stderr)
+        return output.EXIT_REFUSED
+    except KeyboardInterrupt:  # ends -w and -f
+        return output.EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    apply = command(sub, "apply", "create or update the objects of manifest files (through admission)")
+    apply.add_argument("-f", "--filename", action="append", required=True, metavar="FILE", help="- for stdin")
+    apply.add_argument("--dry-run", action="store_true", help="validate and default, write nothing")
+    apply.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    apply.set_defaults(handler=run_apply)
+
+    get = command(sub, "get", "show objects from the read model (jobs, podgroups, pods, queues, nodes, ...)")
+    get.add_argument("kind", metavar="KIND")
+    get.add_argument("name", nargs="?", metavar="NAME")
+    scope = get.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", default="default")
+    scope.add_argument("-A", "--all-namespaces", action="store_true")
+    get.add_argument("-o", "--output", choices=output.FORMATS, default="table")
+    get.add_argument("-w", "--watch", action="store_true", help="after the listing, print every change")
+    get.set_defaults(handler=run_get)
+
+    delete = command(sub, "delete", "delete an object (through admission)")
+    delete.add_argument("kind", metavar="KIND")
+    delete.add_argument("name", metavar="NAME")
+    delete.add_argument("-n", "--namespace", default="default")
+    delete.add_argument("--dry-run", action="store_true")
+    delete.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    delete.set_defaults(handler=run_delete)
+
+    wait = command(sub, "wait", "wait for a job to reach a phase (progress on stderr)")
+    wait.add_argument("kind", choices=("job", "jobs", "vcjob"), metavar="job")
+    wait.add_argument("name", metavar="NAME")
+    wait.add_argument("-n", "--namespace", default="default")
+    wait.add_argument("--for", dest="phase", default="Completed", help="the phase (default Completed)")
+    wait.add_argument("--timeout", default="60s", help="a duration such as 90s or 5m (default 60s)")
+    wait.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    wait.set_defaults(handler=run_wait)
+
+    events = command(
+        sub, "events", "a job's history from the event log: time, event, object, producer, cause"
+    )
+    events.add_argument("job", metavar="JOB")
+    events.add_argument("-n", "--namespace", default="default")
+    events.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    events.set_defaults(handler=run_events)
+
+    logs = command(sub, "logs", "print a pod's output (from its node agent)")
+    logs.add_argument("pod", metavar="POD")
+    logs.add_argument("-n", "--namespace", default="default")
+    logs.add_argument("-c", "--container")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the pod is done")
+    logs.set_defaults(handler=run_logs)
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    try:
+        texts = [
+            (name, sys.stdin.read() if name == "-" else Path(name).read_text()) for name in args.filename
+        ]
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"lahar apply: cannot read the file: {exc}", file=sys.stderr)
+        return output.EXIT_REFUSED
+
+    async def body(client: LaharClient) -> int:
+        answers = []
+        for name, text in texts:
+            source = "stdin" if name == "-" else name
+            answers.append((source, await client.apply(text, dry_run=args.dry_run, source=source)))
+        return output.report(answers, args.output)
+
+    return run(args, body)
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    async def body(client: LaharClient) -> int:
+        answer = await client.delete(args.kind, args.name, args.namespace, dry_run=args.dry_run)
+        return output.report([("delete", answer)], args.output)
+
+    return run(args, body)
+
+
+def run_get(args: argparse.Namespace) -> int:
+    try:
+        kind = resolve_kind(args.kind)
+    except UnknownKind as exc:
+        print(f"lahar get: {exc}", file=sys.stderr)
+        return output.EXIT_USAGE
+    namespace = None if args.all_namespaces else args.namespace
+    show_namespace = args.all_namespaces and kind in NAMESPACED
+
+    async def body(client: LaharClient) -> int:
+        changes = None
+        if args.name and not args.watch:
+            found = await client.get(kind, args.name, namespace or "default")
+            objects = [found] if found is not None else []
+        elif args.watch:
+            objects, changes = await client.watch(kind, namespace)
+        else:
+            objects = await client.list(kind, namespace)
+        if args.name:
+            objects = [o for o in objects if o.meta.name == args.name]
+            if not objects and not args.watch:
+                print(f'Error: {kind} "{args.name}" not found', file=sys.stderr)
+                return output.EXIT_REFUSED
+        cols = output.headers(kind, wide=args.output == "wide", namespaced=show_namespace)
+        if changes is not None:
+            await output.follow(objects, changes, cols, args.output, only=args.name)
+        elif args.output in ("json", "yaml"):
+            output.dump(output.document(objects[0]) if args.name else output.listing(objects), args.output)
+        elif objects:
+            now = time.time()
+            print(output.table(cols, ([output.row(o, now)[c] for c in cols] for o in objects)))
+        else:
+            where = "" if namespace is None or kind not in NAMESPACED else f" in {namespace} namespace"
+            print(f"No resources found{where}.", file=sys.stderr)
+        return output.EXIT_OK
+
+    return run(args, body)
+
+
+def _progress(job: Job) -> None:
+    s = job.status
+    counts = f"pending {s.pending}, running {s.running}, succeeded {s.succeeded}, failed {s.failed}"
+    print(f"job {job.meta.key}: {s.state.phase} ({counts})", file=sys.stderr, flush=True)
+
+
+def seconds(text: str) -> float:
+    """A duration such as 90s, 5m or 1h30m; a bare number is seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        return duration_seconds(text)
+
+
+def run_wait(args: argparse.Namespace) -> int:
+    try:
+        timeout_s = seconds(args.timeout)
+    except ValueError as exc:
+        print(f"lahar wait: --timeout: {exc}", file=sys.stderr)
+        return output.EXIT_USAGE
+    phase = args.phase.removeprefix("phase=").removeprefix("jsonpath={.status.state.phase}=")
+
+    async def body(client: LaharClient) -> int:
+        print(
+            f"waiting up to {args.timeout} for job {args.namespace}/{args.name} to be {phase}",
+            file=sys.stderr,
+        )
+        result = await client.wait_job(
+            args.name, args.namespace, phase=phase, timeout_s=timeout_s, on_change=_progress
+        )
+        if args.output == "json":
+            print(
+                json.dumps({"reached": result.reached, "phase": result.phase, "timed_out": result.timed_out})
+            )
+        if result.timed_out:
+            seen = f"it is {result.phase}" if result.phase else "it was never seen"
+            print(f"timed out after {args.timeout} waiting for {phase}: {seen}", file=sys.stderr)
+            return output.EXIT_TIMEOUT
+        if not result.reached:
+            print(f"job {args.namespace}/{args.name} ended {result.phase}, not {phase}", file=sys.stderr)
+            return output.EXIT_REFUSED
+        if args.output != "json":
+            print(f"job {args.namespace}/{args.name} {phase}")
+        return output.EXIT_OK
+
+    return run(args, body)
+
+
+def run_events(args: argparse.Namespace) -> int:
+    async def body(client: LaharClient) -> int:
+        history = await client.events(args.job, args.namespace)
+        if args.output in ("json", "yaml"):
+            output.dump([entry.to_dict() for entry in history], args.output)
+        else:
+            cols = ("TIME", "EVENT", "OBJECT", "PRODUCER", "CAUSE", "DETAIL")
+            rows = [
+                (
+                    output.utc(e.time, with_ms=True),
+                    e.type,
+                    e.object,
+                    e.producer,
+                    e.cause,
+                    output.summary(e.payload),
+                )
+                for e in history
+            ]
+            print(output.table(cols, rows))
+        if not history:
+            print(f"no events about job {args.namespace}/{args.job}", file=sys.stderr)
+            return output.EXIT_REFUSED
+        return output.EXIT_OK
+
+    return run(args, body)
+
+
+def run_logs(args: argparse.Namespace) -> int:
+    async def body(client: LaharClient) -> int:
+        async for chunk in client.logs(
+            args.pod, args.namespace, container=args.container, follow=args.follow
+        ):
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+        return output.EXIT_OK
+
+    return run(args, body)

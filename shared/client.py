@@ -1,0 +1,313 @@
+"""The Python client of a lahar cluster: writes go to admission (request/reply on core NATS), reads come
+from the etcd read model, a job's history from the event log and a pod's output from its node agent.
+
+    async with await LaharClient.connect("nats://127.0.0.1:4222", "127.0.0.1:2379") as lahar:
+        answer = await lahar.apply(open("job.yaml").read())
+        result = await lahar.wait_job("train", phase="Completed", timeout_s=60)
+
+Logs: `lahar.logs.<namespace>.<pod>` (tokens escaped as in event subjects) is answered by the node agent
+running the pod: request JSON {"container": name or null, "offset": bytes already read}, reply JSON
+{"data": text from offset, "offset": the new offset, "done": true once the output is complete}, or
+{"error": message}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Self
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NatsClient
+
+from contracts.objects import ApiObject, Job
+from shared.bus.jetstream import Bus
+from shared.bus.subjects import EVENTS_STREAM, encode_token, event_filter, parse_event_subject
+from shared.client_reads import (
+    API_KINDS,
+    FINAL_JOB_PHASES,
+    NAMESPACED,
+    Answer,
+    HistoryEntry,
+    RawEvent,
+    WaitResult,
+    changed_object,
+    decode_stored,
+    job_history,
+    resolve_kind,
+)
+from shared.store.etcd import Etcd, EtcdError
+from shared.store.read_model import ReadModel
+from shared.telemetry.tracing import trace_headers
+
+_LOG_POLL_S = 0.5  # while following a pod's output that has nothing new yet
+
+
+class LaharError(RuntimeError):
+    """A request could not be carried out; the message says which part failed and why."""
+
+
+class Unreachable(LaharError):
+    """A part of the cluster (NATS, etcd, admission, a node agent) could not be reached or did not answer."""
+
+
+class LaharClient:
+    def __init__(self, bus: Bus, etcd: Etcd, *, request_timeout_s: float = 10.0) -> None:
+        self.bus = bus
+        self.etcd = etcd
+        self.reads = ReadModel(etcd)
+        self.request_timeout_s = request_timeout_s
+
+    @classmethod
+    async def connect(cls, nats_url: str, etcd_endpoint: str, *, timeout_s: float = 5.0) -> LaharClient:
+        """Connect to NATS and etcd ("host:port"); LaharError naming the one that cannot be reached."""
+        host, _, port = etcd_endpoint.removeprefix("http://").rpartition(":")
+        if not host or not port.isdigit():
+            raise LaharError(f"etcd endpoint: expected host:port, got {etcd_endpoint!r}")
+
+        async def quiet(_exc: Exception) -> None:
+            return None
+
+        try:
+            # a few attempts only: a client reports an unreachable server instead of waiting forever
+            nc: NatsClient = await nats.connect(
+                nats_url,
+                connect_timeout=timeout_s,
+                max_reconnect_attempts=3,
+                reconnect_time_wait=0.3,
+                error_cb=quiet,
+            )
+        except (OSError, nats.errors.Error) as exc:
+            raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
+        try:
+            etcd = await Etcd.connect(host, int(port), timeout_s=timeout_s)
+        except (OSError, EtcdError) as exc:
+            await nc.close()
+            raise Unreachable(f"cannot reach etcd at {etcd_endpoint}: {exc}") from exc
+        return cls(Bus(nc, request_timeout_s=timeout_s), etcd, request_timeout_s=timeout_s * 2)
+
+    async def close(self) -> None:
+        await self.etcd.close()
+        await self.bus.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    # --- writes (admission) ---------------------------------------------------------------------
+
+    async def _request(
+        self, verb: str, data: bytes, *, dry_run: bool, request_id: str | None, source: str = ""
+    ) -> Answer:
+        limit = self.bus.nc.max_payload
+        if len(data) > limit:
+            raise LaharError(f"the request is {len(data)} bytes; the server takes at most {limit}")
+        headers = {"Lahar-Request-Id": request_id or str(uuid.uuid4()), **trace_headers()}
+        if dry_run:
+            headers["Lahar-Dry-Run"] = "true"
+        if source:
+            headers["Lahar-Source"] = source
+        try:
+            reply = await self.bus.nc.request(
+                f"lahar.api.{verb}", data, timeout=self.request_timeout_s, headers=headers
+            )
+        except nats.errors.NoRespondersError as exc:
+            raise Unreachable("admission is not running (nobody answers lahar.api.*)") from exc
+        except nats.errors.TimeoutError as exc:
+            raise Unreachable(f"admission did not answer within {self.request_timeout_s}s") from exc
+        return Answer.of(json.loads(reply.data))
+
+    async def apply(
+        self, text: str | bytes, *, dry_run: bool = False, request_id: str | None = None, source: str = ""
+    ) -> Answer:
+        """Create or update every object of a manifest text (YAML or JSON, several documents), all or none.
+        source names the text in errors (e.g. its file name)."""
+        data = text.encode() if isinstance(text, str) else text
+        return await self._request("apply", data, dry_run=dry_run, request_id=request_id, source=source)
+
+    async def delete(
+        self, kind: str, name: str, namespace: str = "default", *, dry_run: bool = False
+    ) -> Answer:
+        body = {"kind": API_KINDS[resolve_kind(kind)], "namespace": namespace, "name": name}
+        return await self._request("delete", json.dumps(body).encode(), dry_run=dry_run, request_id=None)
+
+    async def command(
+        self,
+        action: str,
+        name: str,
+        namespace: str = "default",
+        *,
+        target_kind: str | None = None,
+        weight: int | None = None,
+        dry_run: bool = False,
+    ) -> Answer:
+        """suspend/resume/restart/terminate a Job, open/close a Queue, or "update" a Queue's weight."""
+        body: dict[str, Any] = {"action": action, "namespace": namespace, "name": name}
+        if target_kind is not None:
+            body["target_kind"] = API_KINDS[resolve_kind(target_kind)]
+        if weight is not None:
+            body["weight"] = weight
+        return await self._request("command", json.dumps(body).encode(), dry_run=dry_run, request_id=None)
+
+    # --- reads (read model) ---------------------------------------------------------------------
+
+    def _scope(self, kind: str, namespace: str | None) -> tuple[str, str | None]:
+        resolved = resolve_kind(kind)
+        return resolved, (namespace or "default") if resolved in NAMESPACED else None
+
+    async def get(self, kind: str, name: str, namespace: str | None = None) -> ApiObject | None:
+        resolved, scope = self._scope(kind, namespace)
+        stored = await self.reads.get(resolved, scope, name)
+        return None if stored is None else decode_stored(resolved, stored.object)
+
+    async def list(self, kind: str, namespace: str | None = None) -> list[ApiObject]:
+        """Objects of a kind, in one namespace or (None) all, ordered by namespace and name."""
+        resolved = resolve_kind(kind)
+        scope = namespace if resolved in NAMESPACED else None
+        stored, _ = await self.reads.list(resolved, scope)
+        return [decode_stored(resolved, s.object) for s in stored]
+
+    async def watch(
+        self, kind: str, namespace: str | None = None
+    ) -> tuple[list[ApiObject], AsyncIterator[tuple[str, ApiObject]]]:
+        """The objects now, and from then on each change: ("put", object) or ("delete", its last state)."""
+        resolved = resolve_kind(kind)
+        scope = namespace if resolved in NAMESPACED else None
+        stored, revision = await self.reads.list(resolved, scope)
+        known = {
+            self.reads.key(resolved, s.namespace, s.name): decode_stored(resolved, s.object) for s in stored
+        }
+        # every key of the kind (in the namespace): a key without its name (and namespace) tokens
+        sample = self.reads.key(resolved, scope or "x", "x")
+        prefix = sample[: -len(b"x")] if scope else sample[: -len(b"x/x")]
+        return list(known.values()), self._changes(resolved, prefix, revision, known)
+
+    async def _changes(
+        self, kind: str, prefix: bytes, revision: int, known: dict[bytes, ApiObject]
+    ) -> AsyncIterator[tuple[str, ApiObject]]:
+        async for change in self.etcd.watch_prefix(prefix, start_revision=revision + 1):
+            obj = changed_object(kind, change.kind, change.value) if change.value else None
+            if obj is None:  # a tombstone or a delete
+                gone = known.pop(change.key, None)
+                if gone is not None:
+                    yield "delete", gone
+                continue
+            known[change.key] = obj
+            yield "put", obj
+
+    async def wait_job(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        phase: str = "Completed",
+        timeout_s: float = 60.0,
+        on_change: Callable[[Job], None] | None = None,
+    ) -> WaitResult:
+        """Wait until the job is in `phase` (reached), in another final phase or deleted (not reached),
+        or timeout_s passes (timed_out). on_change sees each new state of the job."""
+        key = self.reads.key("job", namespace, name)
+        last: Job | None = None
+        deadline = time.monotonic() + timeout_s
+
+        def settle(job: Job | None) -> WaitResult | None:
+            nonlocal last
+            if job is None:
+                return WaitResult(False, "Deleted", last) if last is not None else None
+            if on_change is not None and job != last:
+                on_change(job)
+            last = job
+            current = job.status.state.phase
+            if current == phase:
+                return WaitResult(True, current, job)
+            return WaitResult(False, current, job) if current in FINAL_JOB_PHASES else None
+
+        revision = await self.etcd.revision()
+        found = await self.get("job", name, namespace)
+        result = settle(found if isinstance(found, Job) else None)
+        if result is not None:
+            return result
+        changes = self.etcd.watch_prefix(key, start_revision=revision + 1)
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    change = await asyncio.wait_for(anext(changes), remaining)
+                except TimeoutError:
+                    break
+                if change.key != key:
+                    continue  # another job whose name starts with this one's
+                obj = changed_object("job", change.kind, change.value) if change.value else None
+                result = settle(obj if isinstance(obj, Job) else None)
+                if result is not None:
+                    return result
+        finally:
+            await changes.aclose()
+        return WaitResult(False, last.status.state.phase if last else "", last, timed_out=True)
+
+    # --- history (event log) and logs (node agents) -----------------------------------------------
+
+    async def events(self, job: str, namespace: str = "default") -> list[HistoryEntry]:
+        """The job's history: every event about it, its PodGroup, its pods and commands on it."""
+        raw = []
+        try:
+            await self.bus.jsm.stream_info(EVENTS_STREAM)
+        except nats.js.errors.NotFoundError:
+            return []  # nothing was ever written
+        async for record in self.bus.replay(EVENTS_STREAM, subject_filter=event_filter(None, namespace)):
+            try:
+                env, ref = record.envelope(), parse_event_subject(record.subject)
+            except ValueError:  # not an event (EnvelopeError is one): the services skip it too
+                continue
+            raw.append(
+                RawEvent(
+                    record.seq,
+                    env.time,
+                    env.type,
+                    ref.kind,
+                    ref.namespace,
+                    ref.name,
+                    env.producer,
+                    env.id,
+                    env.correlation_id,
+                    env.causation_id,
+                    env.payload,
+                )
+            )
+        return job_history(raw, namespace, job)
+
+    async def logs(
+        self, pod: str, namespace: str = "default", *, container: str | None = None, follow: bool = False
+    ) -> AsyncIterator[str]:
+        """The pod's output from its node agent, chunk by chunk; with follow, until the pod is done."""
+        subject = f"lahar.logs.{encode_token(namespace)}.{encode_token(pod)}"
+        offset = 0
+        while True:
+            body = json.dumps({"container": container, "offset": offset}).encode()
+            try:
+                reply = await self.bus.nc.request(subject, body, timeout=self.request_timeout_s)
+            except nats.errors.NoRespondersError as exc:
+                raise Unreachable(
+                    f"no node agent serves the output of pod {namespace}/{pod} (is it bound to a live node?)"
+                ) from exc
+            except nats.errors.TimeoutError as exc:
+                raise Unreachable(f"the node agent of pod {namespace}/{pod} did not answer") from exc
+            answer = json.loads(reply.data)
+            if answer.get("error"):
+                raise LaharError(str(answer["error"]))
+            data, offset = str(answer.get("data") or ""), int(answer.get("offset", offset))
+            if data:
+                yield data
+                continue
+            if answer.get("done") or not follow:
+                return
+            await asyncio.sleep(_LOG_POLL_S)

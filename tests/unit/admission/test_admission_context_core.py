@@ -1,0 +1,174 @@
+"""Admission's view folded from the log (context_core): what each event changes in the ClusterContext, the
+per-subject sequences that guard writes, checkpoints, and the planning of a multi-object request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from admission_manifests import job_doc, parse, queue_doc, task
+
+from contracts.codec import encode_object
+from contracts.objects import ApiObject, Command, ObjectMeta, OwnerReference
+from services.admission.context_core import AdmissionViewCore, View, plan
+from services.admission.core.decide import APPLY, COMMAND, DELETE, Request
+from shared.runner_types import Event
+
+CORE = AdmissionViewCore()
+
+
+def event(seq: int, type: str, kind: str, name: str, namespace: str | None = None, **payload: Any) -> Event:
+    return Event(seq, type, kind, namespace, name, payload, f"id-{seq}", 1.0, "corr")
+
+
+def applied(seq: int, obj: ApiObject, type: str) -> Event:
+    kind = obj.kind.lower()
+    namespace = obj.meta.namespace or None
+    return event(seq, type, kind, obj.meta.name, namespace, object=encode_object(obj))
+
+
+def pod(name: str, queue: str) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "object": {
+            "meta": {"name": name, "namespace": "default", "annotations": {"volcano.sh/queue-name": queue}}
+        },
+    }
+
+
+def folded(*events: Event) -> View:
+    view = CORE.initial()
+    for e in events:
+        view = CORE.apply(view, e)
+    return view
+
+
+RESEARCH = parse(queue_doc("research", weight=2))
+TRAIN = parse(job_doc())
+
+
+@pytest.mark.parametrize(
+    ("events", "check"),
+    [
+        ((), lambda c: set(c.queues) == {"root", "default"} and not c.jobs),
+        ((applied(1, RESEARCH, "QueueApplied"),), lambda c: c.queues["research"].weight == 2),
+        (
+            (
+                applied(1, RESEARCH, "QueueApplied"),
+                event(2, "QueueStateChanged", "queue", "research", state="Closed"),
+            ),
+            lambda c: c.queues["research"].status.state == "Closed",
+        ),
+        (
+            (applied(1, RESEARCH, "QueueApplied"), event(2, "QueueDeleted", "queue", "research")),
+            lambda c: "research" not in c.queues,
+        ),
+        ((applied(1, TRAIN, "JobSubmitted"),), lambda c: c.jobs["default/train"].tasks[1].replicas == 2),
+        (
+            (applied(1, TRAIN, "JobSubmitted"), event(2, "JobDeleted", "job", "train", "default")),
+            lambda c: not c.jobs,
+        ),
+        (
+            (
+                event(1, "PodCreated", "pod", "a", "default", object=pod("a", "research")),
+                event(2, "PodCreated", "pod", "b", "default", object=pod("b", "research")),
+                event(3, "PodBound", "pod", "a", "default", node="n1"),
+                event(4, "PodRunning", "pod", "b", "default", node="n1"),
+                event(5, "PodSucceeded", "pod", "b", "default", node="n1"),
+            ),
+            lambda c: c.allocated_pods("research") == 1,
+        ),
+        # another writer's undecodable payload is skipped, not fatal
+        ((event(1, "JobSubmitted", "job", "x", "default", object={"kind": "Nope"}),), lambda c: not c.jobs),
+    ],
+)
+def test_fold_builds_the_context(events: tuple[Event, ...], check: Any) -> None:
+    view = folded(*events)
+    assert check(view.context())
+    assert view.seq == (events[-1].seq if events else 0)
+
+
+def test_subject_sequences_track_every_writer_of_guarded_subjects() -> None:
+    view = folded(
+        applied(1, TRAIN, "JobSubmitted"),
+        event(2, "JobStatusChanged", "job", "train", "default", phase="Running", counts={}),
+        event(3, "PodCreated", "pod", "train-ps-0", "default", object=pod("train-ps-0", "default")),
+    )
+    assert view.subject_seq("job", "default", "train") == 2  # the job-controller's write counts too
+    assert view.subject_seq("pod", "default", "train-ps-0") == 0  # pods are not admission's to guard
+
+
+def test_checkpoints_round_trip() -> None:
+    view = folded(
+        applied(1, RESEARCH, "QueueApplied"),
+        applied(2, TRAIN, "JobSubmitted"),
+        event(3, "PodCreated", "pod", "a", "default", object=pod("a", "research")),
+        event(4, "PodBound", "pod", "a", "default", node="n1"),
+    )
+    loaded = CORE.load(CORE.dump(view))
+    assert loaded.context() == view.context() and loaded.subjects == view.subjects and loaded.seq == 4
+    assert CORE.reconcile(loaded, 10.0) == []
+
+
+def test_plan_decides_each_object_against_the_ones_before_it() -> None:
+    job = parse(job_doc(queue="research"))
+    alone = plan([Request(APPLY, job)], folded(), "r1", 100.0)
+    assert not alone.accepted and any(e.path == "spec.queue" for e in alone.errors)
+
+    both = plan([Request(APPLY, RESEARCH), Request(APPLY, job)], folded(), "r1", 100.0)
+    assert both.accepted and [(o.kind, o.action) for o in both.outcomes] == [
+        ("Queue", "created"),
+        ("Job", "created"),
+    ]
+    assert [(w.kind, w.expected_last_subject_seq, w.correlation_id) for w in both.writes] == [
+        ("queue", 0, "research"),
+        ("job", 0, "default/train"),
+    ]
+    stamped = both.writes[1].emit.object
+    assert stamped.meta.creation_timestamp == 100.0 and stamped.meta.uid
+    again = plan([Request(APPLY, RESEARCH), Request(APPLY, job)], folded(), "r1", 200.0)
+    assert again.writes[1].emit.object.meta.uid == stamped.meta.uid  # a retried request: the same identity
+
+
+def test_plan_guards_a_subject_once_per_request_and_reports_unchanged_objects() -> None:
+    (submitted,) = plan([Request(APPLY, TRAIN)], folded(), "r0", 1.0).writes
+    view = folded(applied(7, submitted.emit.object, "JobSubmitted"))
+    bigger = parse(job_doc(tasks=[task("ps"), task("worker", 3)]))
+    requests = [Request(APPLY, TRAIN), Request(APPLY, bigger), Request(DELETE, kind="Job", name="train")]
+    result = plan(requests, view, "r", 1.0)
+    assert result.accepted, result.errors
+    assert [o.action for o in result.outcomes] == ["unchanged", "configured", "deleted"]
+    assert [(w.emit.type, w.expected_last_subject_seq) for w in result.writes] == [
+        ("JobUpdated", 7),
+        ("JobDeleted", None),  # the JobUpdated before it in the same atomic batch guards the subject
+    ]
+
+
+def test_plan_refuses_everything_when_one_object_is_refused() -> None:
+    result = plan(
+        [Request(APPLY, RESEARCH), Request(DELETE, kind="Queue", name="default")], folded(), "r", 1.0
+    )
+    assert not result.accepted and not result.writes and not result.outcomes
+    assert "can not be deleted" in result.errors[0].message
+
+
+def test_plan_names_commands_and_correlates_them_to_their_job() -> None:
+    view = folded(applied(1, TRAIN, "JobSubmitted"))
+    suspend = Command(ObjectMeta("", "default"), "AbortJob", OwnerReference("Job", "train"))
+    result = plan([Request(COMMAND, suspend)], view, "r", 1.0)
+    assert result.accepted and result.outcomes[0].action == "issued"
+    (write,) = result.writes
+    assert (write.kind, write.name, write.correlation_id) == ("command", "train-abortjob", "default/train")
+
+
+def test_pods_are_forgotten_once_they_can_no_longer_allocate() -> None:
+    view = folded(
+        event(1, "PodCreated", "pod", "a", "default", object=pod("a", "q")),
+        event(2, "PodCreated", "pod", "b", "default", object=pod("b", "q")),
+        event(3, "PodBound", "pod", "b", "default", node="n1"),
+        event(4, "PodDeletionRequested", "pod", "a", "default", reason="JobDeleted"),
+        event(5, "PodDeletionRequested", "pod", "b", "default", reason="JobDeleted"),
+    )
+    assert list(view.pods) == ["default/b"] and view.context().allocated_pods("q") == 1
+    view = CORE.apply(view, event(6, "PodTerminated", "pod", "b", "default", node="n1", reason="deleted"))
+    assert not view.pods and view.context().allocated_pods("q") == 0
