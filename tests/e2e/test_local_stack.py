@@ -29,9 +29,7 @@ def completed_jobs(stack):
         assert result.returncode == 0, result.stderr
     for job in ("distcc", "gang-demo"):
         waited = stack.lahar("wait", "job", job, "--for", "Completed", "--timeout", "90s", timeout_s=120)
-        assert waited.returncode == 0, (
-            waited.stdout + waited.stderr + stack.service_log("node-agent")[-3000:]
-        )
+        assert waited.returncode == 0, waited.stdout + waited.stderr + stack.service_log("node-agent")[-3000:]
     return stack
 
 
