@@ -19,6 +19,7 @@ from runner_toy import ToyProcess
 from shared.bus.jetstream import Bus
 from shared.servers import EtcdServer, NatsServer
 from shared.service import Service
+from shared.store.etcd import Etcd
 
 pytestmark = pytest.mark.integration
 
@@ -145,8 +146,9 @@ async def http_json(url: str) -> tuple[int, Any]:
 
 
 async def test_run_main_serves_health_and_metrics_and_stops_cleanly_on_sigint(
-    bus: Bus, nats_server: NatsServer, etcd_server: EtcdServer, eventually: Eventually
+    bus: Bus, etcd: Etcd, nats_server: NatsServer, etcd_server: EtcdServer, eventually: Eventually
 ) -> None:
+    # `etcd` wipes the keys: another test's checkpoint of the same toy service must not be loaded
     host, port = etcd_server.endpoint
     toy = await ToyProcess.start("--nats-url", nats_server.url, "--etcd-endpoint", f"{host}:{port}")
     try:
@@ -155,15 +157,20 @@ async def test_run_main_serves_health_and_metrics_and_stops_cleanly_on_sigint(
         )
         base = f"http://127.0.0.1:{listening['port']}"
 
-        async def healthy() -> Any:
+        async def healthy_and_following() -> Any:
+            # healthy already while replaying; the metrics below are meaningful once it follows the log
             status, body = await http_json(base + "/healthz")
-            return status == 200 and json.loads(body)
+            health = status == 200 and json.loads(body)
+            return health if health and health["phase"] == "following" else None
 
-        health = await eventually(healthy, what="the service to be healthy")
+        health = await eventually(healthy_and_following, what="the service to be healthy and following")
         assert (health["service"], health["phase"], health["role"]) == ("toy", "following", "active")
         status, body = await http_json(base + "/metrics")
         assert status == 200 and b'lahar_runner_last_applied_seq{service="toy"} 0' in body
         toy.proc.send_signal(signal.SIGINT)
+    except BaseException:
+        toy.proc.kill()  # report the real failure, not a timeout waiting for a process nobody stopped
+        raise
     finally:
         status = await toy.wait()
     assert status == 0, "".join(toy.raw)
