@@ -20,6 +20,10 @@ runs the state does not want into orphans (stopped), marks runs that had started
 nor ended as `lost` (a later exit report for them still wins) and lets a run with no trace anywhere be
 started, since the runtime records a run before it spawns anything. The runtime ignores a Start for a
 run id it already knows, so a mistake in that order costs a report, never a second copy.
+
+A lost run is reported `PodTerminated` with reason `Lost`, not `PodFailed`: the pod's processes vanished
+with the agent (a sim run always does), which says nothing about the workload, so the job-controller
+creates the pod again, as it does for a pod of a lost node.
 """
 
 from __future__ import annotations
@@ -292,8 +296,7 @@ def _ending(run: Run) -> tuple[str, dict[str, Any]] | None:
     if run.observed == LOST:
         if run.stop_reason:
             return "PodTerminated", {"reason": run.stop_reason, **finished}
-        message = "the pod's processes were gone when the agent restarted"
-        return "PodFailed", {"exit_code": None, "reason": "Lost", "message": message, **finished}
+        return "PodTerminated", {"reason": "Lost", **finished}
     if _never_started(run):
         if run.stop_reason:
             return "PodTerminated", {"reason": run.stop_reason, **finished}

@@ -4,7 +4,8 @@ A started pod "runs" for its simulated duration (the `lahar.dev/sim-duration` an
 `sleep N` in its command, else 60 s: the simulator's own rule) times `time_scale`, then exits with the
 `lahar.dev/sim-exit-code` annotation (default 0). A run is one timer on the event loop, so thousands cost
 little. Runs live in the agent's process (`close` ends them) and nothing is recorded: a restarted agent
-finds no runs, and the core reports the ones that had started lost.
+finds no runs, and the core reports the ones that had started as terminated (reason Lost), so their
+pods are created again.
 """
 
 from __future__ import annotations

@@ -229,10 +229,10 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("create p1; bind p1 n1", ["Start p1 e2"]),
         ("replay alive=", ["Start p1 e2"]),
     ],
-    "restart: a running pod that is gone is lost": [
+    "restart: a running pod that is gone is lost, to be created again": [
         ("create p1; bind p1 n1", ["Start p1 e2"]),
         ("started p1", ["PodRunning p1 e2"]),
-        ("replay alive=", ["PodFailed p1 e2 None Lost"]),
+        ("replay alive=", ["PodTerminated p1 e2 Lost"]),
     ],
     "restart: a recorded exit reported after recovery wins over lost": [
         ("create p1; bind p1 n1", ["Start p1 e2"]),
