@@ -74,6 +74,7 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
         ("phase", "counts"),
         "a Job's phase or pod counts changed",
     ),
+    EventType("JobCleanedUp", "job", JOB_CONTROLLER, (), "a finished Job's TTL ran out; it is deleted"),
     # queue-controller
     EventType(
         "QueueStateChanged", "queue", QUEUE_CONTROLLER, ("state",), "Open / Closing / Closed / Unknown"

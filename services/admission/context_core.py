@@ -141,6 +141,7 @@ _HANDLERS: Mapping[str, Callable[[View, Event], None]] = {
     "JobSubmitted": _put("jobs"),
     "JobUpdated": _put("jobs"),
     "JobDeleted": _drop("jobs"),
+    "JobCleanedUp": _drop("jobs"),
     "QueueApplied": _put("queues"),
     "QueueDeleted": _drop("queues"),
     "QueueStateChanged": _queue_state,

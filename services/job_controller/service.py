@@ -14,7 +14,7 @@ from collections.abc import Callable
 from opentelemetry.trace import Tracer
 
 from contracts.events import JOB_CONTROLLER
-from services.job_controller.core.phase import FINISHED_PHASES
+from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.projection import Projected, ProjectedCore
 from services.job_controller.read_model import ReadModelService
 from shared.bus.jetstream import Bus
@@ -62,7 +62,7 @@ class JobControllerService(ReadModelService[Projected]):
             return
         job = write.object["object"]
         phase = job["status"]["state"]["phase"]
-        if phase not in FINISHED_PHASES or key in self._finished:
+        if phase not in FINAL_PHASES or key in self._finished:
             return
         self._finished.add(key)
         counter = self._phase_counters.get(phase)

@@ -102,7 +102,7 @@ class AgentCore:
 
 
 def _fold_job(jobs: dict[str, Job], event: Event, key: str) -> None:
-    if event.type == "JobDeleted":
+    if event.type in ("JobDeleted", "JobCleanedUp"):
         jobs.pop(key, None)
     elif event.type in ("JobSubmitted", "JobUpdated"):
         encoded = event.payload["object"]

@@ -15,6 +15,7 @@ from services.job_controller.core import fold, reconcile
 from services.job_controller.core.state import (
     Cause,
     JobRecord,
+    Pending,
     PodRecord,
     State,
     job_namespace,
@@ -23,7 +24,7 @@ from services.job_controller.core.state import (
 )
 from shared.runner_types import Event, Output
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
 
 
 class JobControllerCore:
@@ -90,7 +91,8 @@ def _record_to_plain(r: JobRecord) -> dict[str, Any]:
         "status_generation": r.status_generation,
         "status_cause": list(r.status_cause),
         "last_cause": list(r.last_cause),
-        "commands": [list(c) for c in r.commands],
+        "pending": [_pending_to_plain(p) for p in r.pending],
+        "failures": dict(r.failures),
         "successor": None if r.successor is None else [codec.encode(r.successor[0]), list(r.successor[1])],
     }
 
@@ -111,7 +113,8 @@ def _record_from_plain(d: dict[str, Any]) -> JobRecord:
         status_generation=d["status_generation"],
         status_cause=_cause(d["status_cause"]),
         last_cause=_cause(d["last_cause"]),
-        commands=tuple((c[0], c[1]) for c in d["commands"]),
+        pending=tuple(_pending_from_plain(p) for p in d["pending"]),
+        failures=dict(d["failures"]),
         successor=None if successor is None else (codec.decode(Job, successor[0]), _cause(successor[1])),
     )
 
@@ -130,6 +133,8 @@ def _pod_to_plain(name: str, p: PodRecord) -> dict[str, Any]:
         "deletion_node": p.deletion_node,
         "ended": p.ended,
         "end_cause": list(p.end_cause),
+        "version": p.version,
+        "job_retry": p.job_retry,
     }
 
 
@@ -146,6 +151,38 @@ def _pod_from_plain(d: dict[str, Any]) -> PodRecord:
         deletion_node=d["deletion_node"],
         ended=d["ended"],
         end_cause=_cause(d["end_cause"]),
+        version=d["version"],
+        job_retry=d["job_retry"],
+    )
+
+
+def _pending_to_plain(p: Pending) -> dict[str, Any]:
+    return {
+        "key": p.key,
+        "cause": p.cause,
+        "event": p.event,
+        "action": p.action,
+        "due": p.due,
+        "task": p.task,
+        "pod": p.pod,
+        "index": p.index,
+        "retry": p.retry,
+        "counted": p.counted,
+    }
+
+
+def _pending_from_plain(d: dict[str, Any]) -> Pending:
+    return Pending(
+        key=d["key"],
+        cause=d["cause"],
+        event=d["event"],
+        action=d["action"],
+        due=None if d["due"] is None else float(d["due"]),
+        task=d["task"],
+        pod=d["pod"],
+        index=d["index"],
+        retry=d["retry"],
+        counted=d["counted"],
     )
 
 

@@ -33,6 +33,8 @@ TASK_INDEX = "volcano.sh/task-index"
 JOB_VERSION = "volcano.sh/job-version"
 JOB_RETRY_COUNT = "volcano.sh/job-retry-count"
 PREEMPTABLE = "volcano.sh/preemptable"
+# the pod's generation: how many pods of this name the job had before (also the uid's suffix)
+POD_GENERATION = "lahar.dev/pod-generation"
 # annotations on the Job that its pods inherit (simulation knobs and Volcano's preemptable flag)
 INHERITED_PREFIXES = ("lahar.dev/", PREEMPTABLE)
 
@@ -121,8 +123,19 @@ def podgroup_for(job: Job, classes: dict[str, PriorityClass] | None = None) -> P
     )
 
 
-def pod_for(job: Job, task: TaskSpec, index: int, *, created_at: float, retry_count: int = 0) -> Pod:
-    """The pod for replica `index` of `task` (Volcano's createJobPod)."""
+def pod_for(
+    job: Job,
+    task: TaskSpec,
+    index: int,
+    *,
+    created_at: float,
+    generation: int = 0,
+    retry_count: int = 0,
+    version: int = 0,
+) -> Pod:
+    """The pod for replica `index` of `task` (Volcano's createJobPod). generation: the pod name's
+    generation (its uid suffix); retry_count and version: the job's retryCount and status version when
+    the pod is created (Volcano's job-retry-count and job-version annotations)."""
     meta = job.meta
     template = task.template
     name = f"{meta.name}-{task.name}-{index}"
@@ -135,8 +148,9 @@ def pod_for(job: Job, task: TaskSpec, index: int, *, created_at: float, retry_co
         QUEUE_NAME: job.queue,
         TASK_SPEC: task.name,
         TASK_INDEX: str(index),
-        JOB_VERSION: str(job.status.version),
+        JOB_VERSION: str(version),
         JOB_RETRY_COUNT: str(retry_count),
+        POD_GENERATION: str(generation),
     }
     labels = {
         **template.labels,
@@ -157,7 +171,7 @@ def pod_for(job: Job, task: TaskSpec, index: int, *, created_at: float, retry_co
         meta=ObjectMeta(
             name=name,
             namespace=meta.namespace,
-            uid=f"{meta.namespace}-{name}-{retry_count}",
+            uid=f"{meta.namespace}-{name}-{generation}",
             labels=frozen_map(labels),
             annotations=frozen_map(annotations),
             creation_timestamp=created_at,
@@ -167,12 +181,9 @@ def pod_for(job: Job, task: TaskSpec, index: int, *, created_at: float, retry_co
     )
 
 
-def pods_for(job: Job, *, created_at: float, retry_count: int = 0) -> list[Pod]:
-    return [
-        pod_for(job, task, i, created_at=created_at, retry_count=retry_count)
-        for task in job.tasks
-        for i in range(task.replicas)
-    ]
+def pods_for(job: Job, *, created_at: float) -> list[Pod]:
+    """The first generation of every replica."""
+    return [pod_for(job, task, i, created_at=created_at) for task in job.tasks for i in range(task.replicas)]
 
 
 def pod_name(job_name: str, task_name: str, index: int) -> str:

@@ -4,6 +4,10 @@ Keys come from the event's subject (`<namespace>/<name>`), which is the object's
 Pod events are matched to the current generation of the pod: an event naming a node other than the one the
 pod is bound to, or a `uid` other than the pod's (when the payload carries one), is about an earlier
 generation of the same pod name and is ignored.
+
+The events that lifecycle policies react to are resolved as they are folded (policies.py); a
+JobStatusChanged consumes the pending actions it ran, and JobCleanedUp (the job-controller's own TTL
+clean-up) deletes the job as JobDeleted does.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from typing import Any
 
 from contracts import codec
 from contracts.objects import Job, ObjectMeta, Pod, PodGroup, PriorityClass
+from services.job_controller.core import lifecycle, policies
 from services.job_controller.core.expand import (
     JOB_NAME,
     JOB_RETRY_COUNT,
+    JOB_VERSION,
+    POD_GENERATION,
     TASK_INDEX,
     TASK_SPEC,
     default_job,
@@ -68,6 +75,7 @@ def _job_submitted(state: State, event: Event) -> None:
     elif record.active:
         # a re-submission of a live job is an update of its spec
         _set_spec(record, job, cause)
+        policies.raise_event(record, event, "JobUpdated")
     else:
         # the previous incarnation is still being torn down; this one starts when that completes
         record.successor = (job, cause)
@@ -81,6 +89,7 @@ def _job_updated(state: State, event: Event) -> None:
         return
     if record.active:
         _set_spec(record, job, _cause(event))
+        policies.raise_event(record, event, "JobUpdated")
     elif record.successor is not None:
         record.successor = (job, record.successor[1])
 
@@ -106,32 +115,27 @@ def _job_deleted(state: State, event: Event) -> None:
         forget_if_done(state, record)
 
 
+def _job_cleaned_up(state: State, event: Event) -> None:
+    """The TTL after the job finished ran out: deleted, if it is still the incarnation that expired."""
+    record = state.jobs.get(_key(event))
+    if record is not None and record.active and event.payload.get("incarnation") == record.incarnation:
+        _job_deleted(state, event)
+
+
 def _job_status_changed(state: State, event: Event) -> None:
     record = state.jobs.get(_key(event))
-    if record is None:
-        return
-    p = event.payload
-    was_stopping = record.stopping
-    record.published = {
-        "phase": p["phase"],
-        "counts": dict(p["counts"]),
-        "task_status_count": {task: dict(c) for task, c in p.get("task_status_count", {}).items()},
-        "min_available": p.get("min_available", 0),
-        "retry_count": p.get("retry_count", 0),
-        "last_transition_time": p.get("last_transition_time"),
-    }
-    record.status_generation += 1
-    record.status_cause = _cause(event)
-    if record.stopping != was_stopping:
-        retally(record)
+    if record is not None:
+        lifecycle.read_back(record, event.payload)
+        record.status_generation += 1
+        record.status_cause = _cause(event)
 
 
 def _command_issued(state: State, event: Event) -> None:
     if event.payload["target_kind"] != "Job":
         return
     record = state.jobs.get(event.payload["target"])  # a Job target is named by its key
-    if record is not None and record.active:
-        record.commands = (*record.commands, (event.payload["action"], event.id))
+    if record is not None:
+        policies.command(record, event, event.payload["action"])
 
 
 # --- podgroups -------------------------------------------------------------------------------------
@@ -151,8 +155,10 @@ def _podgroup_status_changed(state: State, event: Event) -> None:
     record = state.jobs.get(_key(event))
     if record is None or not record.podgroup_exists:
         return
+    before = record.podgroup
     record.podgroup = event.payload["phase"]
     record.podgroup_cause = record.last_cause = _cause(event)
+    policies.podgroup_phase_changed(record, event, before)
 
 
 def _podgroup_deleted(state: State, event: Event) -> None:
@@ -175,7 +181,8 @@ def _pod_created(state: State, event: Event) -> None:
     meta = codec.decode(ObjectMeta, document["object"]["meta"])
     annotations = meta.annotations
     record = _record_or_orphan(state, f"{event.namespace}/{annotations[JOB_NAME]}", event)
-    retry = int(annotations.get(JOB_RETRY_COUNT, "0"))
+    # pods written before the generation annotation existed carried it as the job-retry-count
+    retry = int(annotations.get(POD_GENERATION, annotations.get(JOB_RETRY_COUNT, "0")))
     previous = record.pods.get(event.name)
     if previous is not None and previous.retry >= retry:
         return
@@ -185,10 +192,13 @@ def _pod_created(state: State, event: Event) -> None:
         index=int(annotations[TASK_INDEX]),
         retry=retry,
         created_at=meta.creation_timestamp,
+        version=int(annotations.get(JOB_VERSION, "0")),
+        job_retry=int(annotations.get(JOB_RETRY_COUNT, "0")) if POD_GENERATION in annotations else 0,
     )
     put_pod(record, event.name, created)
     record.last_cause = _cause(event)
     state.pod_owner[_key(event)] = record.key
+    policies.pod_created(record, event, event.name, created)
 
 
 def _pod_event(change: Callable[[PodRecord, Event], PodRecord | None]) -> Callable[[State, Event], None]:
@@ -205,6 +215,7 @@ def _pod_event(change: Callable[[PodRecord, Event], PodRecord | None]) -> Callab
         changed = change(pod, event)
         if changed is None:
             return
+        policies.pod_changed(record, event, event.name, pod, changed)
         put_pod(record, event.name, changed)
         record.last_cause = _cause(event)
         forget_if_done(state, record)
@@ -249,8 +260,10 @@ def _lost(pod: PodRecord, event: Event) -> PodRecord | None:
 
 
 def _deletion_requested(pod: PodRecord, event: Event) -> PodRecord | None:
+    # a finished pod is deleted even when its node reported it stopped: deleting it frees its slot
     node = event.payload.get("node", pod.node)
-    return replace(pod, deletion_node=node, end_cause=_cause(event)) if not pod.ended else None
+    ok = not pod.ended or (pod.finished and pod.deletion_node is None)
+    return replace(pod, deletion_node=node, end_cause=_cause(event)) if ok else None
 
 
 # --- other services' objects the controller consults ----------------------------------------------
@@ -285,6 +298,7 @@ _HANDLERS: Mapping[str, Callable[[State, Event], None]] = {
     "JobSubmitted": _job_submitted,
     "JobUpdated": _job_updated,
     "JobDeleted": _job_deleted,
+    "JobCleanedUp": _job_cleaned_up,
     "JobStatusChanged": _job_status_changed,
     "CommandIssued": _command_issued,
     "PodGroupCreated": _podgroup_created,

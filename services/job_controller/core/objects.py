@@ -15,6 +15,7 @@ from typing import Any
 
 from contracts.objects import (
     Job,
+    JobCondition,
     JobState,
     JobStatus,
     Pod,
@@ -55,6 +56,10 @@ def job_status(job: Job, published: Mapping[str, Any] | None) -> JobStatus:
         failed=counts.get("failed", 0),
         terminating=counts.get("terminating", 0),
         retry_count=published.get("retry_count", 0),
+        version=published.get("version", 0),
+        conditions=tuple(
+            JobCondition(c["status"], c.get("last_transition_time")) for c in published.get("conditions", ())
+        ),
     )
 
 
@@ -94,7 +99,15 @@ def pod_object(
     task = next((t for t in record.job.tasks if t.name == pod.task), None)
     if task is None:
         return None
-    base = pod_for(record.job, task, pod.index, created_at=pod.created_at, retry_count=pod.retry)
+    base = pod_for(
+        record.job,
+        task,
+        pod.index,
+        created_at=pod.created_at,
+        generation=pod.retry,
+        retry_count=pod.job_retry,
+        version=pod.version,
+    )
     stopping = pod.evicting or pod.deletion_node is not None
     return replace(
         base,

@@ -1,5 +1,6 @@
 """Job phase for the plain path (Pending → Running → Completed / Failed), Volcano's SyncJob rules of the
-pending and running states. Restart, abort and terminate transitions belong to the lifecycle state machine.
+pending and running states. Restart, abort and terminate transitions belong to the lifecycle state machine
+(lifecycle.py), which uses `next_phase` for these two states.
 """
 
 from __future__ import annotations
@@ -9,7 +10,12 @@ from dataclasses import dataclass
 
 from contracts.objects import Job
 
-FINISHED_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
+# phases a job never leaves (Volcano's finishedState: policies and commands no longer apply)
+FINAL_PHASES = frozenset({"Completed", "Failed", "Terminated"})
+# phases in which no pod of the job runs: final, suspended (Aborted, until ResumeJob), or on the way there
+STOPPING_PHASES = FINAL_PHASES | {"Aborting", "Aborted", "Completing", "Terminating"}
+# phases whose job is done running (Aborted included: it only runs again through ResumeJob)
+FINISHED_PHASES = FINAL_PHASES | {"Aborted"}
 
 
 @dataclass(frozen=True, slots=True)

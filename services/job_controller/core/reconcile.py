@@ -1,18 +1,24 @@
-"""What the job-controller should write and the log does not show yet (the plain path of Volcano's job
-controller: create the PodGroup, then the pods once the PodGroup left Pending, publish the job's status,
-and tear everything down after deletion).
+"""What the job-controller should write and the log does not show yet: create the PodGroup, then the pods
+once the PodGroup left Pending (each task once its dependencies run), publish the job's status and
+lifecycle (lifecycle.py), stop the pods the job no longer wants, delete a finished job whose TTL ran out,
+and tear everything down after deletion.
 
 Level-triggered: every output follows from comparing the state with what the log already records, so
 calling reconcile again before an output has been folded back re-emits it with the same id (the loop
 keeps it in flight, the stream deduplicates it). Output ids are `deterministic_id` over (service, event
-type, object key, the fact): the job incarnation (the seq of its JobSubmitted), a pod's retry and node, a
-status generation and content — never `now`.
+type, object key, the fact): the job incarnation (the seq of its JobSubmitted), a pod's generation, the
+job's version and the pod's node, a status generation and content — never `now`.
 
-Plain-path rules for pods that disappear: a pod that is evicted (PodEvicting, then PodTerminated), lost
-with its node (PodLost) or stopped without being asked (PodTerminated) is created again under the same
-name with its retry (the `volcano.sh/job-retry-count` annotation and the uid suffix) incremented, so it
-goes back to Pending and the scheduler places it again. Succeeded and Failed pods are kept as they are.
-Lifecycle policies (RestartJob, AbortJob, ...) will decide this per event once they exist.
+Pods that disappear: a pod that is evicted (PodEvicting, then PodTerminated), lost with its node (PodLost),
+stopped without being asked (PodTerminated) or deleted by a restart is created again under the same name
+with the next generation (the `lahar.dev/pod-generation` annotation and the uid suffix), at the job's
+current version and retryCount, so it goes back to Pending and the scheduler places it again. Succeeded
+and Failed pods are kept unless a restart deletes them. Pods are created only while the job is Pending or
+Running; lifecycle policies decide, per event, whether more than that happens (policies.py).
+
+A finished job (Completed, Failed, Terminated) with `ttlSecondsAfterFinished` is deleted once that many
+seconds passed since it finished: the job-controller writes JobCleanedUp (admission owns JobDeleted), which
+every reader takes as the job's deletion.
 """
 
 from __future__ import annotations
@@ -23,19 +29,34 @@ from typing import Any
 from contracts import codec
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import Job
+from services.job_controller.core import lifecycle
 from services.job_controller.core.expand import pod_for, pod_name, podgroup_for
-from services.job_controller.core.phase import FINISHED_PHASES, TaskCounts, settle_phase
+from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.state import (
     POD_PHASES,
+    Cause,
     JobRecord,
+    PodRecord,
     State,
     job_namespace,
+    restart_kills,
     stop_unrequested,
+    target_names,
 )
 from shared.runner_types import Output, deterministic_id
 
 # the parts of a published status that, when they differ, call for a new JobStatusChanged
-STATUS_FACT = ("phase", "counts", "task_status_count", "min_available", "retry_count")
+STATUS_FACT = ("phase", "counts", "task_status_count", "min_available", "retry_count", "version", "restart")
+# why the pods of a job in a stopping phase are stopped
+STOP_REASONS = {
+    "Aborting": "AbortJob",
+    "Aborted": "AbortJob",
+    "Completing": "CompleteJob",
+    "Terminating": "TerminateJob",
+    "Completed": "JobFinished",
+    "Failed": "JobFinished",
+    "Terminated": "JobFinished",
+}
 
 
 def reconcile(state: State, now: float) -> list[Output]:
@@ -52,33 +73,33 @@ def _reconcile_active(state: State, r: JobRecord, now: float) -> list[Output]:
     job = r.job
     assert job is not None  # active
     outputs: list[Output] = []
-    status = job_status(job, r, now)
-    if r.published is None or any(status[k] != r.published[k] for k in STATUS_FACT):
+    status, cause = job_status(job, r, now)
+    changed = r.published is None or any(status[k] != r.published[k] for k in STATUS_FACT)
+    if changed or status["handled"]:
         fact = _status_fact(r, status)
-        outputs.append(_output(r, "JobStatusChanged", "job", job.meta.name, status, fact, r.last_cause[1]))
-    # pods are not created for a finished job, even before its phase is published (the stop of what still
-    # runs waits for the publication: it is caused by it)
-    finished = r.stopping or status["phase"] in FINISHED_PHASES
+        outputs.append(_output(r, "JobStatusChanged", "job", job.meta.name, status, fact, cause))
+    # pods are created only while the job runs, as published and as about to be published (the stop of
+    # what runs waits for the publication: it is caused by it)
+    running = status["phase"] in lifecycle.RUNNING_PHASES and not r.stopping
     queue_open = state.queue_states.get(job.queue, "Open") == "Open"
-    if r.podgroup is None and queue_open and not finished:
+    if r.podgroup is None and queue_open and running:
         podgroup = podgroup_for(job, state.priority_classes)
         payload = {"object": codec.encode_object(podgroup)}
         fact = str(r.incarnation)
         outputs.append(
             _output(r, "PodGroupCreated", "podgroup", job.meta.name, payload, fact, r.spec_cause[1])
         )
-    if r.tally.vacant and r.podgroup_exists and r.podgroup != "Pending" and not finished:
-        outputs.extend(_missing_pods(r, job, now))
+    if r.tally.vacant and r.podgroup_exists and r.podgroup != "Pending" and running:
+        outputs.extend(_missing_pods(r, job, now, status))
     if r.tally.unstopped:
-        # Volcano's Completing: what still runs of a finished job (minSuccess reached) is stopped
-        reason, cause = ("JobFinished", r.status_cause) if r.stopping else ("ScaleDown", r.spec_cause)
-        outputs.extend(_deletions(r, reason, cause[1]))
+        outputs.extend(_deletions(r))
+    outputs.extend(_expiry(r, job, now))
     return outputs
 
 
 def _reconcile_deleted(r: JobRecord) -> list[Output]:
     """The deletion cascade: stop every live pod, then remove the PodGroup once none is left."""
-    outputs = _deletions(r, "JobDeleted", (r.deleted or r.last_cause)[1]) if r.tally.unstopped else []
+    outputs = _deletions(r) if r.tally.unstopped else []
     if r.podgroup_exists and not r.tally.live:
         name = r.key.partition("/")[2]
         fact = str(r.incarnation)
@@ -86,67 +107,107 @@ def _reconcile_deleted(r: JobRecord) -> list[Output]:
     return outputs
 
 
+def _expiry(r: JobRecord, job: Job, now: float) -> list[Output]:
+    """JobCleanedUp once a finished job's TTL ran out (Volcano's garbage collector)."""
+    ttl = job.ttl_seconds_after_finished
+    finished_at = r.published.get("last_transition_time") if r.published else None
+    if ttl is None or r.phase not in FINAL_PHASES or finished_at is None or now < finished_at + ttl:
+        return []
+    payload = {"incarnation": r.incarnation}
+    return [_output(r, "JobCleanedUp", "job", job.meta.name, payload, str(r.incarnation), r.status_cause[1])]
+
+
 # --- pods ------------------------------------------------------------------------------------------
 
 
-def _missing_pods(r: JobRecord, job: Job, now: float) -> list[Output]:
-    """PodCreated for every replica without a pod, and a new generation for every pod that is gone."""
+def _missing_pods(r: JobRecord, job: Job, now: float, status: dict[str, Any]) -> list[Output]:
+    """PodCreated for every replica without a pod, and a new generation for every pod that is gone, of the
+    tasks whose dependencies run."""
     outputs = []
+    version, retries = status["version"], status["retry_count"]
     for task in job.tasks:
+        if not lifecycle.dependencies_ready(job, task, r):
+            continue
         for index in range(task.replicas):
             name = pod_name(job.meta.name, task.name, index)
             existing = r.pods.get(name)
             if existing is None:
                 retry, cause = 0, max(r.spec_cause, r.podgroup_cause)
-            elif existing.gone and not existing.finished:
+            elif existing.gone:
                 retry, cause = existing.retry + 1, existing.end_cause
             else:
                 continue
-            pod = pod_for(job, task, index, created_at=now, retry_count=retry)
+            pod = pod_for(
+                job, task, index, created_at=now, generation=retry, retry_count=retries, version=version
+            )
             payload = {"object": codec.encode_object(pod)}
-            fact = f"{r.incarnation}/{retry}"
+            fact = f"{r.incarnation}/{version}/{retry}"
             outputs.append(_output(r, "PodCreated", "pod", name, payload, fact, cause[1]))
     return outputs
 
 
-def _deletions(r: JobRecord, reason: str, cause: str) -> list[Output]:
+def _deletions(r: JobRecord) -> list[Output]:
     """PodDeletionRequested for every pod to stop that was not asked to yet on its node (an evicting pod
     is being stopped already; a pod bound after its deletion was requested is asked again on its node)."""
     outputs = []
     for name, p in r.pods.items():
         if stop_unrequested(r, p):
+            reason, cause = _stop_reason(r, p)
             payload = {"reason": reason, "node": p.node}
             fact = f"{r.incarnation}/{p.retry}/{p.node}"
-            outputs.append(_output(r, "PodDeletionRequested", "pod", name, payload, fact, cause))
+            outputs.append(_output(r, "PodDeletionRequested", "pod", name, payload, fact, cause[1]))
     return outputs
+
+
+def _stop_reason(r: JobRecord, pod: PodRecord) -> tuple[str, Cause]:
+    """Why a pod is stopped, and the event that decided it."""
+    if not r.active:
+        return "JobDeleted", r.deleted or r.last_cause
+    if r.stopping:
+        return STOP_REASONS[r.phase], r.status_cause
+    if restart_kills(r, pod):
+        assert r.published is not None  # restart targets are published
+        target = next(t for t in r.published["restart"] if target_names(t, pod))
+        return target["action"], r.status_cause
+    if pod.deletion_node is None:
+        return "ScaleDown", r.spec_cause
+    return "Stopped", pod.end_cause  # asked before, and bound since
 
 
 # --- status ----------------------------------------------------------------------------------------
 
 
-def job_status(job: Job, r: JobRecord, now: float) -> dict[str, Any]:
-    """The JobStatusChanged payload the job should have now: phase (Volcano's SyncJob rules from the last
-    published phase), totals and per-task counts by pod phase, minAvailable and retries."""
+def job_status(job: Job, r: JobRecord, now: float) -> tuple[dict[str, Any], str]:
+    """The JobStatusChanged payload the job should have now — its lifecycle (phase, retryCount, version,
+    restart targets, the pending actions handled), totals and per-task counts by pod phase, minAvailable,
+    the phase's transition time and conditions — and the id of the event that caused it."""
+    state, handled, cause = lifecycle.advance(r, job, now)
     by_task = r.tally.by_task
-    counts = {
-        task: TaskCounts(c.get("Pending", 0), c.get("Running", 0), c.get("Succeeded", 0), c.get("Failed", 0))
-        for task, c in by_task.items()
-    }
-    last = r.published or {"phase": "Pending", "last_transition_time": None}
-    phase = settle_phase(job, last["phase"], counts)
-    moved = r.published is None or phase != last["phase"]
-    return {
-        "phase": phase,
+    last = r.published or {"phase": "Pending", "last_transition_time": None, "conditions": []}
+    moved = r.published is None or state.phase != last["phase"]
+    conditions = list(last["conditions"])
+    if moved:
+        # Volcano's appendJobCondition: one condition per phase, the latest transition last
+        conditions = [c for c in conditions if c["status"] != state.phase]
+        conditions.append({"status": state.phase, "last_transition_time": now})
+    status = {
+        "phase": state.phase,
         "counts": {ph.lower(): sum(c.get(ph, 0) for c in by_task.values()) for ph in POD_PHASES},
         "task_status_count": {task: dict(c) for task, c in by_task.items()},
         "min_available": job.min_available or 0,
-        "retry_count": job.status.retry_count,
+        "retry_count": state.retry_count,
+        "version": state.version,
+        "restart": [dict(t) for t in state.restart],
+        "handled": handled,
         "last_transition_time": now if moved else last["last_transition_time"],
+        "conditions": conditions,
     }
+    return status, cause or r.last_cause[1]
 
 
 def _status_fact(r: JobRecord, status: dict[str, Any]) -> str:
-    content = json.dumps({k: status[k] for k in STATUS_FACT}, sort_keys=True, separators=(",", ":"))
+    fields = (*STATUS_FACT, "handled")
+    content = json.dumps({k: status[k] for k in fields}, sort_keys=True, separators=(",", ":"))
     return f"{r.incarnation}/{r.status_generation}/{content}"
 
 

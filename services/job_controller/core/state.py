@@ -8,8 +8,15 @@ Pods and PodGroups are kept compact (their objects are re-derivable with `expand
 large cluster stays small.
 
 Every record also keeps a `Tally` of its pods, updated per pod change by `put_pod` and recomputed by
-`retally` when what the job wants changes (spec, deletion, a finished phase): reconcile reads it, so a job
-with nothing to do costs O(tasks) rather than O(pods).
+`retally` when what the job wants changes (spec, deletion, the published phase, version or restart
+targets): reconcile reads it, so a job with nothing to do costs O(tasks) rather than O(pods).
+
+Which pods a job stops (`to_stop`): every live pod once the job is deleted or in a stopping phase
+(Aborting, Aborted, Completing, Terminating and the finished ones: Volcano's KillJob with retain Soft keeps
+Succeeded and Failed pods), the pods beyond a task's replicas, a pod once its deletion was asked (for good,
+on whichever node it lands), and while Restarting the pods of an earlier job version that a restart target
+names (finished ones too when the target's retain is None). A finished pod whose deletion was asked is
+gone: nothing runs it, and its slot is free for the next generation.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.objects import Job, PriorityClass
-from services.job_controller.core.phase import FINISHED_PHASES
+from services.job_controller.core.phase import STOPPING_PHASES
 
 # (seq, event id) of the event that made something true: the seq orders causes, the id becomes the
 # causation id of the outputs that follow from it.
@@ -47,6 +54,8 @@ class PodRecord:
     deletion_node: str | None = None
     ended: bool = False  # PodTerminated or PodLost: the pod no longer exists on any node
     end_cause: Cause = NO_CAUSE  # the event that ended this generation (or asked for its end)
+    version: int = 0  # the job's version when it was created (every kill action bumps it)
+    job_retry: int = 0  # the job's retryCount when it was created
 
     @property
     def finished(self) -> bool:
@@ -54,7 +63,10 @@ class PodRecord:
 
     @property
     def gone(self) -> bool:
-        """Nothing runs it and nothing will: stopped, lost, or deleted before any node got it."""
+        """Nothing runs it and nothing will, and its slot is free: a live pod stopped, lost, or deleted
+        before any node got it; a finished pod once its deletion was asked."""
+        if self.finished:
+            return self.deletion_node is not None
         return self.ended or (self.deletion_node == "" and not self.node)
 
     @property
@@ -64,15 +76,32 @@ class PodRecord:
 
     @property
     def counted_as(self) -> str | None:
-        """Its POD_PHASES entry: finished pods by phase, gone ones nowhere, pods being stopped as
+        """Its POD_PHASES entry: gone pods nowhere, finished ones by phase, pods being stopped as
         Terminating, the rest by phase (a bound pod that has not started is Pending)."""
-        if self.finished:
-            return self.phase
         if self.gone:
             return None
+        if self.finished:
+            return self.phase
         if self.evicting or self.deletion_node is not None:
             return "Terminating"
         return self.phase
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A policy action (or a command) resolved when its event was folded, waiting for reconcile to run
+    it: at once (`due` None) or from `due` on (a policy's timeout)."""
+
+    key: str  # "<event id>/<policy event>": what a JobStatusChanged names in `handled` once it ran
+    cause: str  # the id of the event that raised it
+    event: str  # the policy event (PodFailed, ..., JobUpdated) or "Command"
+    action: str
+    due: float | None = None
+    task: str = ""  # the task the event is about ("" for job events)
+    pod: str = ""  # the pod's name, for pod events
+    index: int = -1  # the pod's index in its task
+    retry: int = -1  # the pod's generation
+    counted: bool = True  # a restart it causes consumes the retry budget (see policies.py)
 
 
 @dataclass(slots=True)
@@ -106,8 +135,9 @@ class JobRecord:
     status_generation: int = 0  # JobStatusChanged events folded so far
     status_cause: Cause = NO_CAUSE  # the last JobStatusChanged
     last_cause: Cause = NO_CAUSE  # the last event folded into this record
-    # commands targeting the job, (action, event id), kept for the lifecycle state machine
-    commands: tuple[tuple[str, str], ...] = ()
+    # policy actions and commands waiting to run, in log order (policies.py; consumed by JobStatusChanged)
+    pending: tuple[Pending, ...] = ()
+    failures: dict[str, int] = field(default_factory=dict)  # task -> pod failures since the last full restart
     # a JobSubmitted for this key while it is still being deleted: promoted once the deletion completes
     successor: tuple[Job, Cause] | None = None
     tally: Tally = field(default_factory=Tally)  # derived from the fields above
@@ -117,9 +147,14 @@ class JobRecord:
         return self.job is not None and self.deleted is None
 
     @property
+    def phase(self) -> str:
+        """The published phase (Pending until the first JobStatusChanged)."""
+        return "Pending" if self.published is None else self.published["phase"]
+
+    @property
     def stopping(self) -> bool:
-        """Deleted, an orphan, or published as finished: none of its pods should run any more."""
-        return not self.active or (self.published is not None and self.published["phase"] in FINISHED_PHASES)
+        """Deleted, an orphan, or published in a stopping phase: none of its pods should run any more."""
+        return not self.active or self.phase in STOPPING_PHASES
 
     @property
     def podgroup_exists(self) -> bool:
@@ -170,10 +205,31 @@ def _replicas(record: JobRecord, task: str) -> int:
     return next((t.replicas for t in record.job.tasks if t.name == task), 0)
 
 
+def restart_kills(record: JobRecord, pod: PodRecord) -> bool:
+    """While Restarting: the pod predates the job's version and a restart target names it."""
+    published = record.published
+    if published is None or published["phase"] != "Restarting" or pod.version >= published["version"]:
+        return False
+    return any(target_names(target, pod) for target in published["restart"])
+
+
+def target_names(target: dict[str, Any], pod: PodRecord) -> bool:
+    """Whether a restart target ({task, lo, hi, retain, action}; task "" = every task, hi -1 = no upper
+    index) covers the pod; a finished pod only when the target's retain is None."""
+    if target["task"] and target["task"] != pod.task:
+        return False
+    if pod.index < target["lo"] or (target["hi"] >= 0 and pod.index >= target["hi"]):
+        return False
+    return not pod.finished or target["retain"] == "None"
+
+
 def to_stop(record: JobRecord, pod: PodRecord) -> bool:
-    """A live pod the job no longer wants: the job is stopping, or the pod's slot is beyond its task's
-    replicas (scaled down)."""
-    return pod.live and (record.stopping or pod.index >= _replicas(record, pod.task))
+    """A pod the job no longer wants (see the module docstring)."""
+    if pod.gone:
+        return False
+    if pod.live and (pod.deletion_node is not None or record.stopping):
+        return True
+    return restart_kills(record, pod) or (pod.live and pod.index >= _replicas(record, pod.task))
 
 
 def stop_unrequested(record: JobRecord, pod: PodRecord) -> bool:
@@ -191,8 +247,8 @@ def _count(record: JobRecord, pod: PodRecord, sign: int) -> None:
             del counts[phase]
         if not counts:
             del tally.by_task[pod.task]
-    # a slot is held by any pod that is not gone, and by a finished one (it is not created again)
-    if pod.index < _replicas(record, pod.task) and (pod.finished or not pod.gone):
+    # a slot is held by any pod that is not gone (a finished one is not created again unless deleted)
+    if pod.index < _replicas(record, pod.task) and not pod.gone:
         tally.vacant -= sign
     if stop_unrequested(record, pod):
         tally.unstopped += sign

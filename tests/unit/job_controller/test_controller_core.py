@@ -29,7 +29,7 @@ from contracts.objects import (
 )
 from contracts.resources import Resources
 from services.job_controller.core.core import JobControllerCore
-from services.job_controller.core.expand import JOB_RETRY_COUNT
+from services.job_controller.core.expand import JOB_RETRY_COUNT, POD_GENERATION
 from services.job_controller.core.state import retally
 from shared.runner_types import Event, Output
 
@@ -340,7 +340,8 @@ def test_a_pod_that_is_gone_is_created_again_with_the_next_retry(ending: str) ->
     [created] = of(outputs, "PodCreated")
     pod = codec.decode_object(created.payload["object"])
     assert (created.name, pod.meta.uid) == ("train-worker-1", "team-a-train-worker-1-1")
-    assert pod.meta.annotations[JOB_RETRY_COUNT] == "1"
+    # the pod's generation moves on; the job's retryCount does not (no policy restarted the job)
+    assert (pod.meta.annotations[POD_GENERATION], pod.meta.annotations[JOB_RETRY_COUNT]) == ("1", "0")
     assert created.causation_id == end.id
     # minAvailable 3 of 3: a pending replica sends the job back to Pending
     assert statuses(outputs)[-1] == ("Pending", counts(running=2, pending=1))
@@ -403,7 +404,7 @@ def test_no_podgroup_while_the_queue_is_not_open(state: str) -> None:
     assert len(of(log.settle(), "PodGroupCreated")) == 1
 
 
-def test_commands_for_the_job_are_recorded() -> None:
+def test_a_command_for_the_job_waits_until_a_status_runs_it() -> None:
     log = started()
     command = log.add(
         "CommandIssued",
@@ -412,8 +413,13 @@ def test_commands_for_the_job_are_recorded() -> None:
         "c1",
         {"action": "AbortJob", "target_kind": "Job", "target": KEY},
     )
-    assert log.state.jobs[KEY].commands == (("AbortJob", command.id),)
-    assert log.core.reconcile(log.state, 300.0) == []
+    [pending] = log.state.jobs[KEY].pending
+    assert (pending.action, pending.cause) == ("AbortJob", command.id)
+    [status] = of(log.core.reconcile(log.state, 300.0), "JobStatusChanged")
+    assert (status.payload["phase"], status.payload["handled"]) == ("Aborting", [pending.key])
+    assert status.causation_id == command.id
+    log.publish([status])
+    assert log.state.jobs[KEY].pending == ()
 
 
 # --- deletion --------------------------------------------------------------------------------------
@@ -559,7 +565,6 @@ def test_dump_load_round_trip() -> None:
     pc = PriorityClass(ObjectMeta("high", ""), value=100)
     log.add("PriorityClassApplied", "priorityclass", None, "high", {"object": codec.encode_object(pc)})
     assert log.state.jobs[KEY].successor is not None
-    assert log.state.jobs[KEY].commands
     loaded = log.core.load(log.core.dump(log.state))
     assert loaded == log.state
     assert log.core.reconcile(loaded, 700.0) == log.core.reconcile(log.state, 700.0)
