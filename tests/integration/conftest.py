@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.waiting import Eventually
 
 from shared.bus.jetstream import Bus
 from shared.servers import EtcdServer, NatsServer
@@ -91,9 +92,6 @@ async def etcd(etcd_server: EtcdServer) -> AsyncIterator[Etcd]:
     await client.txn([], [Delete(b"\0", b"\0")])  # [\0, \0) is every key
     yield client
     await client.close()
-
-
-Eventually = Callable[..., Awaitable[Any]]
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Eventually
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from support.waiting import Eventually
 
 from services.admission.service import AdmissionConfig, AdmissionService
 from shared.bus.envelope import Envelope

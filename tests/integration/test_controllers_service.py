@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from conftest import Eventually
 from service_process import ServiceProcess
+from support.waiting import Eventually
 
 from contracts import codec
 from contracts.objects import (

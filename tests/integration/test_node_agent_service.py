@@ -18,9 +18,9 @@ from typing import Any
 
 import nats.errors
 import pytest
-from conftest import Eventually
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Tracer
+from support.waiting import Eventually
 
 from contracts.codec import encode_object
 from contracts.objects import Container, Job, ObjectMeta, Pod, PodSpec, PodTemplate, TaskSpec, frozen_map

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Eventually
+from support.waiting import Eventually
 
 from contracts.codec import encode
 from contracts.objects import Container, EnvVar, ObjectMeta, Pod, PodSpec

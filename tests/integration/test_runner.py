@@ -14,12 +14,12 @@ from typing import Any
 
 import nats.errors
 import pytest
-from conftest import Eventually
 from nats.aio.msg import Msg
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from runner_toy import ToyCore, ToyProcess, ToyState
+from support.waiting import Eventually
 
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Eventually
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from support.builders import gang, node
+from support.waiting import Eventually
 
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES

@@ -12,9 +12,9 @@ from typing import Any
 
 import nats.errors
 import pytest
-from conftest import Eventually
 from nats.aio.msg import Msg
 from runner_toy import ToyProcess
+from support.waiting import Eventually
 
 from shared.bus.jetstream import Bus
 from shared.servers import EtcdServer, NatsServer
