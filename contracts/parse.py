@@ -8,7 +8,7 @@ as the Kubernetes API server does; defaulting that admission webhooks would do i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -101,23 +101,42 @@ def load_files(paths: Sequence[str | Path]) -> list[ApiObject]:
     return [_with_identity(obj, index, stamped) for index, (obj, stamped) in enumerate(loaded)]
 
 
-def _load_text(text: str, source: str, errors: list[FieldError]) -> list[tuple[ApiObject, bool]]:
-    """Parsed objects, each with whether its manifest gave a creationTimestamp; problems go to `errors`."""
-    loaded = []
+@dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    name: str  # "jobs.yaml#2 (Job default/distcc)"
+    object: ApiObject
+    stamped: bool  # the manifest gave a creationTimestamp
+
+
+def parse_documents(
+    text: str, source: str, *, loader: type[yaml.SafeLoader] = yaml.SafeLoader
+) -> tuple[list[ParsedDocument], list[FieldError]]:
+    """Every document of a multi-document text that parses, and every problem of those that do not, so
+    that one broken document does not hide what is wrong with the others. `loader` lets a server refuse
+    YAML features (aliases) that a file on a user's disk may use."""
+    loaded: list[ParsedDocument] = []
+    errors: list[FieldError] = []
     number = 0
     try:
-        for doc in yaml.safe_load_all(text):
+        for doc in yaml.load_all(text, Loader=loader):
             number += 1
             if doc is None:
                 continue
+            name = document_name(source, number, doc)
             try:
-                loaded.append((parse_object(doc, _document_name(source, number, doc)), _has_timestamp(doc)))
+                loaded.append(ParsedDocument(name, parse_object(doc, name), _has_timestamp(doc)))
             except ManifestError as exc:
                 errors.extend(exc.errors)
     except yaml.YAMLError as exc:
         # the stream cannot be read past a syntax error; what was parsed before it is still checked
         errors.append(FieldError(f"{source}#{number + 1}", "", _syntax_message(exc)))
-    return loaded
+    return loaded, errors
+
+
+def _load_text(text: str, source: str, errors: list[FieldError]) -> list[tuple[ApiObject, bool]]:
+    loaded, problems = parse_documents(text, source)
+    errors.extend(problems)
+    return [(d.object, d.stamped) for d in loaded]
 
 
 def _syntax_message(exc: yaml.YAMLError) -> str:
@@ -128,7 +147,7 @@ def _syntax_message(exc: yaml.YAMLError) -> str:
     return f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
-def _document_name(source: str, number: int, doc: object) -> str:
+def document_name(source: str, number: int, doc: object) -> str:
     """E.g. "jobs.yaml#2 (Job default/distcc)", with as much of the identity as the document gives."""
     name = f"{source}#{number}"
     kind = doc.get("kind") if isinstance(doc, Mapping) else None

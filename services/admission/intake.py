@@ -22,12 +22,11 @@ import yaml
 from opentelemetry.trace import SpanKind
 
 from contracts.codec import encode
-from contracts.errors import FieldError, ManifestError
+from contracts.errors import FieldError
 from contracts.objects import ApiObject
-from contracts.parse import parse_object
+from contracts.parse import parse_documents
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import APPLY, Request
-from services.admission.validate_cmd import document_name
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.envelope import Envelope
 from shared.bus.errors import BusError
@@ -88,24 +87,8 @@ def parse_manifests(data: bytes, source: str, max_bytes: int) -> list[tuple[str,
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Invalid([FieldError(source, "", f"the manifest is not UTF-8 text ({exc.reason})")]) from exc
-    loaded: list[tuple[str, ApiObject]] = []
-    errors: list[FieldError] = []
-    number = 0
-    try:
-        for doc in yaml.load_all(text, Loader=_NoAliases):
-            number += 1
-            if doc is None:
-                continue
-            name = document_name(source, number, doc)
-            try:
-                loaded.append((name, parse_object(doc, name)))
-            except ManifestError as exc:
-                errors.extend(exc.errors)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        errors.append(FieldError(f"{source}#{number + 1}", "", f"YAML syntax error{where}: {problem}"))
+    parsed, errors = parse_documents(text, source, loader=_NoAliases)
+    loaded: list[tuple[str, ApiObject]] = [(d.name, d.object) for d in parsed]
     if not errors and not loaded:
         errors.append(FieldError(source, "", "the manifest holds no object"))
     if len(loaded) > MAX_BATCH_MESSAGES:

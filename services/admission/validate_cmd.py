@@ -10,14 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import yaml
-
-from contracts.errors import FieldError, ManifestError
-from contracts.objects import CLUSTER_SCOPED, ApiObject
-from contracts.parse import parse_object
+from contracts.errors import FieldError
+from contracts.objects import ApiObject
+from contracts.parse import parse_documents
 from services.admission.core.admit import admit, context_from_objects
 
 EXIT_VALID = 0
@@ -33,24 +31,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def document_name(source: str, number: int, doc: object) -> str:
-    """Names documents as contracts.parse does, e.g. "jobs.yaml#2 (Job default/train)"."""
-    name = f"{source}#{number}"
-    kind = doc.get("kind") if isinstance(doc, Mapping) else None
-    if not isinstance(kind, str) or not kind:
-        return name
-    meta = doc.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    object_name = meta.get("name")
-    if not isinstance(object_name, str) or not object_name:
-        return f"{name} ({kind})"
-    if kind in CLUSTER_SCOPED:
-        return f"{name} ({kind} {object_name})"
-    namespace = meta.get("namespace")
-    namespace = namespace if isinstance(namespace, str) and namespace else "default"
-    return f"{name} ({kind} {namespace}/{object_name})"
-
-
 def load(paths: Sequence[str]) -> tuple[list[tuple[str, ApiObject]], list[FieldError]]:
     """Every document that parses, with its name, and every parse problem. Documents are parsed one by one
     (not with load_files, which gives all or nothing) so one broken document does not hide the rule
@@ -63,22 +43,9 @@ def load(paths: Sequence[str]) -> tuple[list[tuple[str, ApiObject]], list[FieldE
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(FieldError(str(path), "", f"cannot read the file: {exc}"))
             continue
-        number = 0
-        try:
-            for doc in yaml.safe_load_all(text):
-                number += 1
-                if doc is None:
-                    continue
-                name = document_name(str(path), number, doc)
-                try:
-                    loaded.append((name, parse_object(doc, name)))
-                except ManifestError as exc:
-                    errors.extend(exc.errors)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            errors.append(FieldError(f"{path}#{number + 1}", "", f"YAML syntax error{where}: {problem}"))
+        parsed, problems = parse_documents(text, str(path))
+        loaded.extend((d.name, d.object) for d in parsed)
+        errors.extend(problems)
     return loaded, errors
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from contracts.parse import document_name
 from services.admission import validate_cmd
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -170,11 +171,11 @@ def test_empty_documents_are_skipped(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_document_names_follow_the_parser() -> None:
-    assert validate_cmd.document_name(
-        "a.yaml", 3, {"kind": "Job", "metadata": {"name": "j", "namespace": "ml"}}
-    ) == ("a.yaml#3 (Job ml/j)")
-    assert validate_cmd.document_name(
-        "a.yaml", 1, {"kind": "Queue", "metadata": {"name": "q", "namespace": "x"}}
-    ) == ("a.yaml#1 (Queue q)")
-    assert validate_cmd.document_name("a.yaml", 1, {"kind": "Job"}) == "a.yaml#1 (Job)"
-    assert validate_cmd.document_name("a.yaml", 1, [1]) == "a.yaml#1"
+    assert document_name("a.yaml", 3, {"kind": "Job", "metadata": {"name": "j", "namespace": "ml"}}) == (
+        "a.yaml#3 (Job ml/j)"
+    )
+    assert document_name("a.yaml", 1, {"kind": "Queue", "metadata": {"name": "q", "namespace": "x"}}) == (
+        "a.yaml#1 (Queue q)"
+    )
+    assert document_name("a.yaml", 1, {"kind": "Job"}) == "a.yaml#1 (Job)"
+    assert document_name("a.yaml", 1, [1]) == "a.yaml#1"
