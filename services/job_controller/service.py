@@ -16,9 +16,9 @@ from opentelemetry.trace import Tracer
 from contracts.events import JOB_CONTROLLER
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.projection import Projected, ProjectedCore
-from services.job_controller.read_model import ReadModelService
 from shared.bus.jetstream import Bus
 from shared.runner import RunnerConfig
+from shared.runner.read_model import ReadModelService
 from shared.service import connect_bus, connect_etcd
 from shared.store.etcd import Etcd
 from shared.store.read_model import Write

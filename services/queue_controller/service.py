@@ -14,11 +14,11 @@ from collections.abc import Callable
 from opentelemetry.trace import Tracer
 
 from contracts.events import QUEUE_CONTROLLER
-from services.job_controller.read_model import ReadModelService
 from services.queue_controller.core.projection import Projected, ProjectedCore
 from services.queue_controller.core.state import COUNTED_PHASES
 from shared.bus.jetstream import Bus
 from shared.runner import RunnerConfig
+from shared.runner.read_model import ReadModelService
 from shared.service import connect_bus, connect_etcd
 from shared.store.etcd import Etcd
 from shared.store.read_model import Write
