@@ -8,8 +8,7 @@ stored object the state no longer has is deleted: that covers what a previous le
 before a crash) did not write, and the dirty marks, which are not checkpointed. A failed write is retried
 after the next reconcile.
 
-Shared by the job- and queue-controller; the binder will need the same for nodes, so it belongs in
-shared/runner/ once both sides agree.
+Used by the job- and queue-controller (the binder writes its nodes with its own small writer).
 """
 
 from __future__ import annotations
