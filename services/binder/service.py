@@ -8,7 +8,7 @@ Beside the event loop over BinderShellCore the leader runs:
   is never committed twice: while its events are on their way the core knows it in flight, once they
   are in the log the shell knows it answered;
 - the node read model writer (nodes with their readiness, batched, fenced by the term).
-Every instance listens to heartbeats (core NATS `lahar.hb.>`, see services.binder.heartbeats) and feeds
+Every instance listens to heartbeats (core NATS `lahar.hb.>`, see shared.bus.heartbeats) and feeds
 them to liveness; `watch_from` is called at start and on taking over, since heartbeats are not in the log.
 """
 
@@ -29,13 +29,13 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from services.binder.core.core import BinderCore, plan_outputs
 from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
-from services.binder.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
 from services.binder.metrics import BinderMetrics, rejection_reason
 from services.binder.read_model import NodeWriter
 from services.binder.state import BinderShellCore, BinderShellState
 from services.scheduler.plans import PlanError, PlanMessage, decode_plan
 from services.scheduler.publish import PUBLISHED_AT_HEADER
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
+from shared.bus.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
 from shared.bus.jetstream import Bus
 from shared.bus.streams import plans_stream
 from shared.bus.subjects import PLANS_STREAM

@@ -26,11 +26,11 @@ from contracts.codec import encode_object
 from contracts.objects import Container, Job, ObjectMeta, Pod, PodSpec, PodTemplate, TaskSpec, frozen_map
 from services.job_controller.core.expand import default_job, pod_for
 from services.node_agent.config import NodeAgentConfig
-from services.node_agent.heartbeat import decode_heartbeat, heartbeat_subject
 from services.node_agent.logs_api import logs_subject
 from services.node_agent.runtime import workdir
 from services.node_agent.service import NodeAgentService, make_service
 from shared.bus.envelope import Envelope
+from shared.bus.heartbeats import decode_heartbeat, heartbeat_subject
 from shared.bus.jetstream import Bus
 from shared.bus.streams import events_stream
 from shared.bus.subjects import EVENTS_STREAM, event_subject, parse_event_subject

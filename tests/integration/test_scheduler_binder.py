@@ -25,12 +25,12 @@ from support.waiting import Eventually
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
 from contracts.objects import Pod
-from services.binder.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
 from services.binder.service import BinderConfig, BinderService
 from services.scheduler.core.framework.plan import Bind, PodGroupUpdate
 from services.scheduler.plans import PlanMessage, encode_plan
 from services.scheduler.service import SchedulerConfig, SchedulerService
 from shared.bus.envelope import Envelope
+from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
 from shared.bus.jetstream import Bus
 from shared.bus.streams import events_stream, plans_stream
 from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, event_subject, parse_event_subject, plan_subject

@@ -12,10 +12,10 @@ from support.builders import gang, node
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
 from services.binder.core.core import BinderCore
-from services.binder.heartbeats import Heartbeat, HeartbeatError, decode_heartbeat, encode_heartbeat
 from services.binder.metrics import rejection_reason
 from services.binder.read_model import node_writes
 from services.binder.state import BinderShellCore, BinderShellState
+from shared.bus.heartbeats import Heartbeat, HeartbeatError, decode_heartbeat, encode_heartbeat
 from shared.runner_types import Event
 
 CORE = BinderShellCore(BinderCore())

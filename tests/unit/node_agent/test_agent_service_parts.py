@@ -15,14 +15,14 @@ from contracts.resources import Resources
 from services.job_controller.core.expand import default_job, pod_for
 from services.node_agent.agent_core import AgentCore, AgentView
 from services.node_agent.core.core import NodeAgentCore
-from services.node_agent.heartbeat import (
+from services.node_agent.logs_api import PodLogs, answer, logs_subject, pod_of_subject, read_chunk
+from shared.bus.heartbeats import (
     Heartbeat,
     decode_heartbeat,
     encode_heartbeat,
     heartbeat_subject,
     node_of_subject,
 )
-from services.node_agent.logs_api import PodLogs, answer, logs_subject, pod_of_subject, read_chunk
 from shared.runner_types import Event
 
 TRACE_A = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -1,11 +1,11 @@
-"""Node heartbeats as the binder reads them: its liveness input, sent by node agents on core NATS (not in
-the log; the node agent's services/node_agent/heartbeat.py is the sending side of the same format).
+"""Node heartbeats on core NATS (not in the log): the one definition of their subject and payload, shared
+by the node agent (sender) and the binder (liveness).
 
-Subject `lahar.hb.<node>` (the node name escaped as one subject token, shared.bus.subjects.encode_token),
-payload JSON `{"node": <name>, "time": <epoch seconds at the sender>, "agent": <agent id>}` ("agent" is
-optional here). The binder takes the node from the payload and times the heartbeat by its own clock on
-receipt: the sender's time is informative, since the clocks of different hosts need not agree and
-liveness is judged by one clock.
+Subject `lahar.hb.<node>` (the node name escaped as one subject token, shared.bus.subjects.encode_token,
+which leaves names of letters, digits, '-' and '_' unchanged); a listener subscribes to `lahar.hb.*`.
+Payload JSON `{"node": <name>, "time": <epoch seconds at the sender>, "agent": <agent id>}` ("agent" is
+optional when reading). The binder times a heartbeat by its own clock on receipt: the sender's time is
+informative, since the clocks of different hosts need not agree and liveness is judged by one clock.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from shared.bus.subjects import encode_token
+from shared.bus.subjects import decode_token, encode_token
 
 HEARTBEAT_ROOT = "lahar.hb"
 HEARTBEAT_FILTER = f"{HEARTBEAT_ROOT}.*"
@@ -33,6 +33,14 @@ class Heartbeat:
 
 def heartbeat_subject(node: str) -> str:
     return f"{HEARTBEAT_ROOT}.{encode_token(node)}"
+
+
+def node_of_subject(subject: str) -> str:
+    """Invert heartbeat_subject(); raises ValueError for any other subject."""
+    root, _, token = subject.rpartition(".")
+    if root != HEARTBEAT_ROOT:
+        raise ValueError(f"not a heartbeat subject ({HEARTBEAT_ROOT}.<node>): {subject!r}")
+    return decode_token(token)
 
 
 def encode_heartbeat(heartbeat: Heartbeat) -> bytes:
