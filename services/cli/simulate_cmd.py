@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--period", type=float, default=1.0, help="simulated schedule period in seconds (default 1)"
     )
+    p.add_argument(
+        "--events", action="store_true", help="add the simulated event log to the report, in order"
+    )
     p.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     p.set_defaults(handler=run)
 
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if sys.stderr.isatty():
         print("\r", end="", file=sys.stderr)
-    report = build_report(outcome, args.until_idle)
+    report = build_report(outcome, args.until_idle, events=args.events)
     if args.output == "json":
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     elif args.output == "yaml":

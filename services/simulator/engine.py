@@ -1,10 +1,10 @@
-"""`lahar simulate`'s engine: scheduling sessions over a simulated world, in a closed loop if asked.
+"""`lahar simulate`'s engine: scheduling cycles over the simulated stack (cluster.py), in a closed loop if
+asked.
 
-Each cycle: objects due by now arrive, pods due by now finish, the job-controller updates job phases, one
-scheduling session runs over a snapshot of the world and its plan is applied (binds start pods, evictions
-send pods back to Pending). The clock then moves one schedule period if anything changed, otherwise it
-jumps to the next completion or arrival. When nothing can change any more and jobs are still unfinished,
-the run ends as a deadlock instead of spinning.
+Each cycle: objects due by now arrive, runs due by now end, the controllers settle, then the scheduling
+session runs and the controllers settle again (cluster.py). The clock then moves one schedule period if
+anything changed, otherwise it jumps to the next run end, arrival, or controller timeout / TTL. When
+nothing can change any more and jobs are still unfinished, the run ends as a deadlock instead of spinning.
 
 Pure: the clock is simulated, randomness comes from the seed, progress goes to an optional callback.
 """
@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from services.scheduler.core.conf import SchedulerConf
 from services.scheduler.core.framework.plan import SessionResult
-from services.scheduler.core.framework.session import run_session
+from services.simulator.cluster import SimCluster
+from services.simulator.log import SimLog
 from services.simulator.metrics import UsageRecorder
-from services.simulator.world import World, arrival_time
+from services.simulator.world import World
 
 ProgressFn = Callable[[int, float, int, int], None]  # cycle, sim time, unfinished jobs, pending pods
 
@@ -26,6 +27,7 @@ ProgressFn = Callable[[int, float, int, int], None]  # cycle, sim time, unfinish
 @dataclass(slots=True)
 class SimulationRun:
     world: World
+    log: SimLog
     results: list[SessionResult] = field(default_factory=list)
     binds: dict[str, str] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
@@ -47,18 +49,6 @@ def stall_outcome(world: World) -> str:
     return "unschedulable"
 
 
-def build_world(objects: Iterable[object]) -> World:
-    world = World()
-    for obj in objects:
-        meta = getattr(obj, "meta", None)
-        arrives = arrival_time(meta) if meta is not None else 0.0
-        if arrives > 0:
-            world.pending_arrivals.append((arrives, obj))
-        else:
-            world.add(obj, 0.0)
-    return world
-
-
 def simulate(
     objects: Iterable[object],
     conf: SchedulerConf,
@@ -70,23 +60,21 @@ def simulate(
     max_cycles: int = 100_000,
     progress: ProgressFn | None = None,
 ) -> SimulationRun:
-    world = build_world(objects)
-    run = SimulationRun(world)
+    cluster = SimCluster(objects)
+    world = cluster.world
+    run = SimulationRun(world, cluster.log)
     run.usage = UsageRecorder(world)
     limit = max_cycles if until_idle else (cycles or 1)
     now = 0.0
     while run.cycles < limit:
-        changed = world.admit_arrivals(now)
-        changed |= world.complete_due(now) > 0
-        changed |= world.sync_jobs(now) > 0
-        result = run_session(
-            world.snapshot(), conf, seed=seed + run.cycles, session_id=f"cycle-{run.cycles}", now=now
-        )
+        mark = len(cluster.log)
+        cluster.arrive(now)
+        cluster.complete(now)
+        cluster.settle(now)
+        result = cluster.schedule(conf, seed=seed + run.cycles, session_id=f"cycle-{run.cycles}", now=now)
         run.results.append(result)
         run.binds.update(result.binds)
         run.evictions.extend(result.evictions)
-        changed |= world.apply(result, now) > 0
-        changed |= world.sync_jobs(now) > 0
         run.cycles += 1
         run.usage.sample(now)
         if progress is not None:
@@ -94,22 +82,17 @@ def simulate(
         if not until_idle:
             now += period_s
             continue
-        if (
-            not world.unfinished_jobs()
-            and not world.finish_at
-            and not world.pending_arrivals
-            and not world.pending_pods_without_job()
-        ):
+        if cluster.idle(now):
             run.outcome = "idle"
             break
-        if changed:
+        if cluster.changed_since(mark):
             now += period_s
             continue
-        upcoming = [t for t in (world.next_completion(), world.next_arrival()) if t is not None]
-        if not upcoming:
+        upcoming = cluster.next_moment(now)
+        if upcoming is None:
             run.outcome = stall_outcome(world)
             break
-        now = max(min(upcoming), now + period_s)
+        now = max(upcoming, now + period_s)
     run.now = now
     run.usage.finish(now)
     return run

@@ -1,9 +1,12 @@
-"""The simulated cluster: every object, its status, and the simulated clock's pending pod completions.
+"""The simulated cluster: the objects the scheduler sees, as the simulated event log leaves them, and the
+simulated nodes' clocks (when each running pod will exit).
 
-Pure state plus transition methods; the engine decides when they run. Jobs are expanded into their
-PodGroup and pods on arrival. (Volcano's controller creates pods only once the PodGroup is Inqueue; the
-scheduler never places pods of a Pending PodGroup, so materialising them early changes no decision and
-lets a one-session simulation show where a job's pods would go.)
+`observe` applies one event of the log: a Job's PodGroup and pods exist from the job-controller's
+PodGroupCreated and PodCreated on (Volcano's controller creates pods once the PodGroup left Pending), a pod
+is bound by PodBound, runs from PodRunning, ends with PodSucceeded / PodFailed, and is gone once it is
+stopped (PodTerminated) or deleted before it ran. Nodes, queues, priority classes, hypernodes and the pods
+and PodGroups of plain manifests (no Job) are added as they are (`add`): no controller owns those pods, so a
+stopped one goes back to Pending, as if its owner created it again.
 """
 
 from __future__ import annotations
@@ -12,19 +15,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from contracts import codec
 from contracts.errors import FieldError
-from contracts.objects import Job, ObjectMeta, Pod, PodGroup, PodGroupStatus, PodStatus
+from contracts.objects import ObjectMeta, Pod, PodGroup, PodGroupCondition, PodStatus, Queue
 from contracts.parse import duration_seconds
-from services.job_controller.core.expand import default_job, podgroup_for, pods_for
-from services.job_controller.core.phase import FINISHED_PHASES, TaskCounts, settle_phase
+from services.job_controller.core.expand import GROUP_NAME, POD_GENERATION
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.snapshot import ClusterSnapshot
+from services.simulator.jobs import SimJob
+from shared.runner_types import Event
 
 SIM_DURATION = "lahar.dev/sim-duration"
 SIM_EXIT_CODE = "lahar.dev/sim-exit-code"
 SIM_ARRIVAL = "lahar.dev/sim-arrival"
 SIM_BARRIER = "lahar.dev/sim-barrier"
 DEFAULT_DURATION_S = 60.0
+FINISHED_POD_PHASES = ("Succeeded", "Failed")
 _SLEEP = re.compile(r"\bsleep\s+(\d+(?:\.\d+)?)")
 
 
@@ -38,6 +44,15 @@ def pod_duration(pod: Pod) -> float:
         if match:
             return float(match.group(1))
     return DEFAULT_DURATION_S
+
+
+def pod_exit_code(pod: Pod) -> int:
+    """The code a pod exits with: sim-exit-code (default 0), either one integer or a comma-separated list
+    indexed by the pod's generation (its name's Nth pod), the last entry repeating: "1,0" fails the first
+    pod and lets the one created after it succeed."""
+    codes = (pod.meta.annotations.get(SIM_EXIT_CODE, "") or "0").split(",")
+    generation = int(pod.meta.annotations.get(POD_GENERATION, "0") or 0)
+    return int(codes[min(generation, len(codes) - 1)])
 
 
 def arrival_time(meta: ObjectMeta) -> float:
@@ -56,8 +71,8 @@ def _annotation_problems(annotations: Mapping[str, str]) -> list[tuple[str, str]
             except ValueError as exc:
                 problems.append((key, str(exc)))
     code = annotations.get(SIM_EXIT_CODE)
-    if code and not code.lstrip("-").isdigit():
-        problems.append((SIM_EXIT_CODE, f"expected an integer exit code, got {code!r}"))
+    if code and not all(c.strip().lstrip("-").isdigit() for c in code.split(",")):
+        problems.append((SIM_EXIT_CODE, f"expected an integer exit code (or a list of them), got {code!r}"))
     return problems
 
 
@@ -78,166 +93,158 @@ def annotation_errors(obj: object) -> list[FieldError]:
 
 
 @dataclass(slots=True)
-class JobRecord:
-    job: Job
-    phase: str = "Pending"
-    submit_time: float = 0.0
-    start_time: float | None = None
-    finish_time: float | None = None
-
-
-@dataclass(slots=True)
 class World:
     static: list = field(default_factory=list)  # nodes, queues, priority classes, hypernodes
     pods: dict[str, Pod] = field(default_factory=dict)
     podgroups: dict[str, PodGroup] = field(default_factory=dict)
-    jobs: dict[str, JobRecord] = field(default_factory=dict)
+    jobs: dict[str, SimJob] = field(default_factory=dict)
     pod_job: dict[str, str] = field(default_factory=dict)  # pod key -> podgroup key
-    finish_at: dict[str, float] = field(default_factory=dict)  # running pod key -> completion time
+    finish_at: dict[str, float] = field(default_factory=dict)  # running pod key -> when it exits
     waiting_barrier: set[str] = field(default_factory=set)  # running pods waiting for their whole gang
-    pending_arrivals: list[tuple[float, object]] = field(default_factory=list)
     sequence: int = 0
 
-    # --- arrivals -----------------------------------------------------------------------------------
+    # --- objects no controller writes ---------------------------------------------------------------
     def add(self, obj: object, now: float) -> None:
-        if isinstance(obj, Job):
-            self._add_job(obj, now)
-        elif isinstance(obj, PodGroup):
+        if isinstance(obj, PodGroup):
             self.podgroups[obj.meta.key] = obj
         elif isinstance(obj, Pod):
-            self.pods[obj.meta.key] = obj
-            group = obj.meta.annotations.get("scheduling.k8s.io/group-name")
-            if group:
-                self.pod_job[obj.meta.key] = f"{obj.meta.namespace}/{group}"
+            self._put_pod(obj)
             if obj.status.phase == "Running" and obj.spec.node_name:
                 self._start(obj, now)
         else:
             self.static.append(obj)
 
-    def _add_job(self, job: Job, now: float) -> None:
-        job = default_job(job)
-        classes = {o.meta.name: o for o in self.static if getattr(o, "kind", "") == "PriorityClass"}
-        pg = podgroup_for(job, classes)
-        self.podgroups[pg.meta.key] = pg
-        self.jobs[pg.meta.key] = JobRecord(job, submit_time=now)
-        for pod in pods_for(job, created_at=now + job.meta.creation_timestamp * 1e-6):
-            self.pods[pod.meta.key] = pod
-            self.pod_job[pod.meta.key] = pg.meta.key
+    def _put_pod(self, pod: Pod) -> None:
+        self.pods[pod.meta.key] = pod
+        group = pod.meta.annotations.get(GROUP_NAME)
+        if group:
+            self.pod_job[pod.meta.key] = f"{pod.meta.namespace}/{group}"
 
-    def admit_arrivals(self, now: float) -> bool:
-        due = [item for item in self.pending_arrivals if item[0] <= now]
-        if not due:
-            return False
-        self.pending_arrivals = [item for item in self.pending_arrivals if item[0] > now]
-        for _, obj in due:
-            self.add(obj, now)
-        return True
+    # --- the log ------------------------------------------------------------------------------------
+    def observe(self, event: Event) -> None:
+        """Apply one event of the simulated log (types that change nothing here are ignored)."""
+        key = f"{event.namespace}/{event.name}"
+        payload = event.payload
+        etype = event.type
+        if etype == "JobSubmitted":
+            self.jobs[key] = SimJob(codec.decode_object(payload["object"]), submit_time=event.time)
+        elif etype in ("JobStatusChanged", "JobCleanedUp", "JobDeleted") and key in self.jobs:
+            self.jobs[key].observe(event)
+        elif etype == "PodGroupCreated":
+            self.podgroups[key] = codec.decode_object(payload["object"])
+        elif etype == "PodGroupStatusChanged" and key in self.podgroups:
+            conditions = tuple(codec.decode(PodGroupCondition, c) for c in payload["conditions"])
+            pg = self.podgroups[key]
+            self.podgroups[key] = replace(
+                pg, status=replace(pg.status, phase=payload["phase"], conditions=conditions)
+            )
+        elif etype == "PodGroupDeleted":
+            self.podgroups.pop(key, None)
+            # the job's pods that are left (finished ones) go with it, as Kubernetes collects them
+            for pod in [k for k, g in self.pod_job.items() if g == key]:
+                self._remove(pod)
+        elif etype == "PodCreated":
+            self._put_pod(codec.decode_object(payload["object"]))
+        elif etype == "QueueStateChanged":
+            self._queue_state(event.name, payload["state"])
+        elif key in self.pods:
+            self._pod_event(key, event)
 
-    def next_arrival(self) -> float | None:
-        return min((t for t, _ in self.pending_arrivals), default=None)
+    def _pod_event(self, key: str, event: Event) -> None:
+        pod = self.pods[key]
+        etype, node = event.type, event.payload.get("node", "")
+        if etype == "PodBound" and not pod.spec.node_name:
+            self.pods[key] = replace(pod, spec=replace(pod.spec, node_name=node))
+        elif etype == "PodRunning" and pod.status.phase == "Pending":
+            running = replace(pod, status=PodStatus(phase="Running", start_time=event.time))
+            self.pods[key] = running
+            self._start(running, event.time)
+            self._release_barriers(key, event.time)
+        elif etype in ("PodSucceeded", "PodFailed"):
+            phase = "Succeeded" if etype == "PodSucceeded" else "Failed"
+            exit_code = event.payload.get("exit_code")
+            self.pods[key] = replace(pod, status=replace(pod.status, phase=phase, exit_code=exit_code))
+            self._stop(key)
+        elif etype == "PodTerminated":
+            self._stop(key)
+            if key in self.pod_job and self.pod_job[key] in self.jobs:
+                self._remove(key)
+            else:
+                self.pods[key] = replace(pod, spec=replace(pod.spec, node_name=""), status=PodStatus())
+        elif etype == "PodDeletionRequested" and (
+            not pod.spec.node_name or pod.status.phase in FINISHED_POD_PHASES
+        ):
+            self._remove(key)  # nothing runs it: gone at once (a running pod goes once its node stopped it)
+
+    def _remove(self, key: str) -> None:
+        self._stop(key)
+        self.pods.pop(key, None)
+        self.pod_job.pop(key, None)
+
+    def _queue_state(self, name: str, state: str) -> None:
+        for i, obj in enumerate(self.static):
+            if isinstance(obj, Queue) and obj.meta.name == name:
+                self.static[i] = replace(obj, status=replace(obj.status, state=state))
 
     # --- scheduler view -----------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
         self.sequence += 1
-        live_pods = [p for p in self.pods.values() if p.status.phase not in ("Succeeded", "Failed")]
-        done = [p for p in self.pods.values() if p.status.phase in ("Succeeded", "Failed")]
+        live_pods = [p for p in self.pods.values() if p.status.phase not in FINISHED_POD_PHASES]
+        done = [p for p in self.pods.values() if p.status.phase in FINISHED_POD_PHASES]
         return ClusterSnapshot.from_objects(
             [*self.static, *self.podgroups.values(), *live_pods, *done], sequence=self.sequence
         )
 
-    # --- applying a session's decisions -------------------------------------------------------------
-    def apply(self, result: SessionResult, now: float) -> int:
-        """Bind, evict and update PodGroups; returns how many pods changed."""
-        changed = 0
-        for key in result.evictions:
-            pod = self.pods[key]
-            self.finish_at.pop(key, None)
-            self.waiting_barrier.discard(key)
-            self.pods[key] = replace(
-                pod, spec=replace(pod.spec, node_name=""), status=PodStatus(phase="Pending")
-            )
-            changed += 1
-        for key, node in result.binds.items():
-            pod = self.pods[key]
-            bound = replace(
-                pod, spec=replace(pod.spec, node_name=node), status=PodStatus(phase="Running", start_time=now)
-            )
-            self.pods[key] = bound
-            self._start(bound, now)
-            changed += 1
+    def refresh_podgroups(self, result: SessionResult) -> None:
+        """The session's status projection of every PodGroup it saw. The log records only changes (the
+        binder's rule); the world keeps each session's stamp, so a report shows the latest session."""
         for key, update in result.podgroups.items():
             pg = self.podgroups.get(key)
             if pg is not None:
-                status = PodGroupStatus(
-                    update.phase, update.conditions, update.running, update.succeeded, update.failed
+                status = replace(
+                    pg.status,
+                    phase=update.phase,
+                    conditions=update.conditions,
+                    running=update.running,
+                    succeeded=update.succeeded,
+                    failed=update.failed,
                 )
                 self.podgroups[key] = replace(pg, status=status)
-        self._release_barriers(now)
-        return changed
 
+    # --- the simulated nodes' clocks ----------------------------------------------------------------
     def _start(self, pod: Pod, now: float) -> None:
         if pod.meta.annotations.get(SIM_BARRIER, "").lower() == "true":
             self.waiting_barrier.add(pod.meta.key)
         else:
             self.finish_at[pod.meta.key] = now + pod_duration(pod)
 
-    def _release_barriers(self, now: float) -> None:
-        """A barrier pod (e.g. a distributed-training worker) makes progress only once every pod of its
-        gang runs at the same time, like a rendezvous."""
-        by_group: dict[str, list[str]] = {}
-        for key in self.waiting_barrier:
-            by_group.setdefault(self.pod_job.get(key, key), []).append(key)
-        for group, waiting in by_group.items():
-            members = [k for k, g in self.pod_job.items() if g == group]
-            if all(self.pods[k].status.phase in ("Running", "Succeeded") for k in members):
-                for key in waiting:
-                    self.finish_at[key] = now + pod_duration(self.pods[key])
-                    self.waiting_barrier.discard(key)
+    def _stop(self, key: str) -> None:
+        self.finish_at.pop(key, None)
+        self.waiting_barrier.discard(key)
 
-    # --- the passage of time --------------------------------------------------------------------------
-    def complete_due(self, now: float) -> int:
-        due = [k for k, t in self.finish_at.items() if t <= now + 1e-9]
-        for key in due:
-            del self.finish_at[key]
-            pod = self.pods[key]
-            code = int(pod.meta.annotations.get(SIM_EXIT_CODE, "0") or 0)
-            phase = "Succeeded" if code == 0 else "Failed"
-            self.pods[key] = replace(pod, status=replace(pod.status, phase=phase, exit_code=code))
-        return len(due)
+    def _release_barriers(self, started: str, now: float) -> None:
+        """A barrier pod (e.g. a distributed-training worker) makes progress only once every pod of its
+        gang runs at the same time, like a rendezvous; `started` just started running."""
+        group = self.pod_job.get(started)
+        members = [k for k, g in self.pod_job.items() if g == group] if group else [started]
+        waiting = [k for k in members if k in self.waiting_barrier]
+        if waiting and all(self.pods[k].status.phase in ("Running", "Succeeded") for k in members):
+            for key in waiting:
+                self.finish_at[key] = now + pod_duration(self.pods[key])
+                self.waiting_barrier.discard(key)
+
+    def due(self, now: float) -> list[str]:
+        """The running pods whose run is over by `now`, in the order they end."""
+        return sorted(
+            (k for k, t in self.finish_at.items() if t <= now + 1e-9), key=lambda k: (self.finish_at[k], k)
+        )
 
     def next_completion(self) -> float | None:
         return min(self.finish_at.values(), default=None)
 
-    def sync_jobs(self, now: float) -> int:
-        """The job-controller's plain path: job phases from pod counts. Returns phase changes."""
-        counts: dict[str, dict[str, TaskCounts]] = {key: {} for key in self.jobs}
-        for pod_key, group in self.pod_job.items():
-            if group not in counts:
-                continue
-            pod = self.pods[pod_key]
-            task = pod.meta.annotations.get("volcano.sh/task-spec", "")
-            c = counts[group].get(task, TaskCounts())
-            phase = pod.status.phase
-            counts[group][task] = TaskCounts(
-                pending=c.pending + (phase == "Pending"),
-                running=c.running + (phase == "Running"),
-                succeeded=c.succeeded + (phase == "Succeeded"),
-                failed=c.failed + (phase == "Failed"),
-            )
-        changes = 0
-        for key, record in self.jobs.items():
-            phase = settle_phase(record.job, record.phase, counts[key])
-            if phase != record.phase:
-                changes += 1
-                if phase == "Running" and record.start_time is None:
-                    record.start_time = now
-                if phase in FINISHED_PHASES:
-                    record.finish_time = now
-                record.phase = phase
-        return changes
-
+    # --- progress -----------------------------------------------------------------------------------
     def unfinished_jobs(self) -> list[str]:
-        return [k for k, r in self.jobs.items() if r.phase not in FINISHED_PHASES]
+        return [k for k, j in self.jobs.items() if not j.finished]
 
     def pending_pods(self) -> list[str]:
         return [k for k, p in self.pods.items() if p.status.phase == "Pending"]

@@ -157,11 +157,12 @@ def test_capability_is_a_hard_cap(conf: SchedulerConf) -> None:
     run, _ = run_scenario("scenario-3-capability.yaml", conf, cycles=1)
     first = run.results[0]
     assert first.binds == {pod_of("capped-1cpu"): NODE}
-    assert run.world.pods[pod_of("capped-3cpu")].status.phase == "Pending"
-    # capability caps what the queue deserves, whatever its weight
-    assert first.queues["capped"].deserved["cpu"] == 2000
+    # its PodGroup stays Pending, so the job-controller never creates its pod
+    assert pod_of("capped-3cpu") not in run.world.pods
+    # what the queue deserves follows what its pods ask for (proportion counts pod requests, as Volcano's
+    # does): the 3-core job has no pod while its PodGroup is Pending, so only the 1-core job counts
+    assert first.queues["capped"].deserved["cpu"] == 1000
     assert first.podgroups["default/capped-3cpu"].phase == "Pending"
-    assert condition(first, "capped-3cpu", "Unschedulable")
 
 
 def test_capability_rejection_names_the_queue_and_resource() -> None:
@@ -189,7 +190,8 @@ def test_capability_job_never_runs_even_on_an_empty_cluster() -> None:
     assert jobs["default/capped-1cpu"].phase == "Completed"
     assert jobs["default/capped-3cpu"].phase == "Pending"
     assert jobs["default/capped-3cpu"].start_time is None
-    assert run.world.pods[pod_of("capped-3cpu")].status.phase == "Pending"
+    assert run.world.podgroups["default/capped-3cpu"].status.phase == "Pending"
+    assert pod_of("capped-3cpu") not in run.world.pods
     # the run does not spin: pending work that no session can place ends it
     assert run.outcome == "unschedulable"
     assert pod_of("capped-3cpu") not in run.binds

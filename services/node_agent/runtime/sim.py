@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from contracts.objects import FROZEN_EMPTY, Node, ObjectMeta, Pod, frozen_map
 from contracts.resources import Resources
 from services.node_agent.core.state import EXITED, STARTED, STOPPED, Observation
-from services.simulator.world import SIM_EXIT_CODE, pod_duration
+from services.simulator.world import pod_duration, pod_exit_code
 
 
 class SimRuntime:
@@ -44,7 +44,7 @@ class SimRuntime:
             self._end(key, current[0], STOPPED)  # an abandoned run of the same pod
         try:
             duration = pod_duration(pod) * self.time_scale
-            exit_code = int(pod.meta.annotations.get(SIM_EXIT_CODE, "0") or 0)
+            exit_code = pod_exit_code(pod)
         except ValueError as exc:
             self._ended.add(run_id)
             self._report(key, run_id, EXITED, 128, "StartError", f"simulation annotations: {exc}")

@@ -9,16 +9,18 @@ Differences from Volcano:
 - The values come from the job as the agent last saw it when the pod starts, not when it was created.
 - A container's own variable of the same name wins over a plugin's (in Kubernetes the plugin's variable,
   appended after the container's, wins).
-- Implemented: `svc` (see svc.py for how hosts are materialised), `env`, `pytorch`, `mpi`. The others that
-  admission accepts (`ssh`, `tensorflow`, `ray`, `hcclrank`) contribute nothing yet.
+- Implemented: `svc` (see svc.py for how hosts are materialised), `env`, `pytorch`, `mpi`, `ssh` (its
+  generated key pair comes in as data, see ssh.py). The others that admission accepts (`tensorflow`,
+  `ray`, `hcclrank`) contribute nothing yet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 
 from contracts.objects import Job, Pod
-from services.job_controller.core.plugins import env, mpi, pytorch, svc
+from services.job_controller.core.plugins import env, mpi, pytorch, ssh, svc
 from services.job_controller.core.plugins.common import HOSTS_DIR, Contribution, PluginInput
 
 Plugin = Callable[[PluginInput], Contribution]
@@ -27,20 +29,25 @@ PLUGINS: Mapping[str, Plugin] = {
     "env": env.contribute,
     "mpi": mpi.contribute,
     "pytorch": pytorch.contribute,
+    "ssh": ssh.contribute,  # without a key pair: only the keys its flags give
     "svc": svc.contribute,
 }
 
 __all__ = ["HOSTS_DIR", "PLUGINS", "Contribution", "PluginInput", "pod_environment"]
 
 
-def pod_environment(job: Job, pod: Pod, pod_dir: str) -> tuple[dict[str, str], dict[str, bytes]]:
+def pod_environment(
+    job: Job, pod: Pod, pod_dir: str, *, ssh_keys: ssh.KeyPair | None = None
+) -> tuple[dict[str, str], dict[str, bytes]]:
     """(env, files) the job's plugins give `pod` when it starts in the absolute directory `pod_dir`:
     env for every container, files as {path relative to pod_dir: content}. Plugins apply in name order
-    (Volcano's order is a map's, i.e. none), so the outcome is the same on every agent."""
+    (Volcano's order is a map's, i.e. none), so the outcome is the same on every agent. `ssh_keys`: the
+    job's generated key pair, for the ssh plugin."""
+    plugins = {**PLUGINS, ssh.NAME: partial(ssh.contribute, keys=ssh_keys)}
     environment: dict[str, str] = {}
     files: dict[str, bytes] = {}
     for name in sorted(job.plugins):
-        plugin = PLUGINS.get(name)
+        plugin = plugins.get(name)
         if plugin is None:
             continue
         contribution = plugin(PluginInput(job, pod, tuple(job.plugins[name]), pod_dir))

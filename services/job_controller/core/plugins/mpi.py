@@ -2,8 +2,9 @@
 `--worker` (worker), `--port` (22, the ssh port Volcano declares on the containers)).
 
 Only the master's containers get MPI_HOST, the workers' `hostname.subdomain` comma-separated (for
-`mpirun --host`). Admission adds the svc and ssh plugins mpi depends on; lahar has no ssh plugin (the
-process runtime starts no sshd), so mpirun's remote launch needs a launcher of the user's own.
+`mpirun --host`). Admission adds the svc and ssh plugins mpi depends on; the ssh plugin supplies the
+keys and config, but the process runtime starts no sshd, so mpirun's remote launch needs a launcher of
+the user's own.
 """
 
 from __future__ import annotations

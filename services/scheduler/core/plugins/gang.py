@@ -149,7 +149,8 @@ class GangPlugin(Plugin):
     # --- close ------------------------------------------------------------------------------------------
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
-            if not job.tasks:
+            # a job without pods is reported only when enqueue rejected it (its PodGroup stays Pending)
+            if not job.tasks and not job.job_fit_error:
                 continue
             if self._is_ready(job):
                 job.new_conditions["Scheduled"] = PodGroupCondition(

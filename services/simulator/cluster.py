@@ -1,0 +1,209 @@
+"""The simulated stack around one simulated event log: admission (defaulting), the job- and queue-
+controllers' cores, the scheduling session with the binder's plan events, and the nodes.
+
+Everything that happens is an event of the log (log.py), written by the service that would write it in
+the stack, folded into the controllers' cores and applied to the world (world.py) as it is written:
+- a Job arriving is JobSubmitted (defaulted as admission's mutate_job does); a Queue, PriorityClass or
+  Command arriving is QueueApplied, PriorityClassApplied or CommandIssued;
+- the controllers' outputs (PodGroupCreated, PodCreated, PodDeletionRequested, JobStatusChanged,
+  JobCleanedUp, QueueStateChanged, ...) are written until they have nothing more to say (`settle`);
+- a session's decisions become the binder's events: PodBound, PodEvicting and PodGroupStatusChanged for
+  the PodGroups whose phase or conditions changed (scheduler.plans.build_plans + binder's plan_outputs);
+- the nodes answer (nodes.py): PodRunning, PodTerminated, and PodSucceeded / PodFailed when runs end.
+A batch is written whole before the nodes answer it, as the binder commits a plan before agents see it.
+
+A scheduling cycle may run the session twice at the same simulated time: the session that moves a
+PodGroup out of Pending (enqueue) cannot place its pods, which the job-controller creates only then; the
+second session places them. The two count as one cycle (their results merged), so a job's pods are placed
+in the cycle its PodGroup is enqueued in and a one-session simulation still shows where they would go (the
+stack's scheduler would place them one schedule period later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from contracts import codec
+from contracts.events import ADMISSION, BINDER
+from contracts.objects import ApiObject, Command, Job, PriorityClass, Queue
+from services.admission.core.command_rules import target_key
+from services.admission.core.mutate import mutate_job, mutate_queue
+from services.binder.core.core import plan_outputs
+from services.scheduler.core.conf import SchedulerConf
+from services.scheduler.core.framework.plan import SessionResult
+from services.scheduler.core.framework.session import run_session
+from services.scheduler.core.snapshot import ClusterSnapshot
+from services.scheduler.plans import build_plans
+from services.simulator import nodes
+from services.simulator.controllers import Controllers
+from services.simulator.log import SimLog
+from services.simulator.world import World, arrival_time
+from shared.runner_types import Event, Output, deterministic_id
+
+SIM_REPLICA = "simulator"  # the scheduler replica the plans are attributed to
+SETTLE_ROUNDS = 50
+# events that by themselves do not move the simulation on (a session restamps PodGroup conditions)
+QUIET = frozenset({"PodGroupStatusChanged", "QueueStatusChanged"})
+
+
+def _object(obj: ApiObject) -> dict[str, Any]:
+    return {"object": codec.encode_object(obj)}
+
+
+class _Everything:
+    """The one simulated scheduler replica owns every PodGroup."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+class SimCluster:
+    def __init__(self, objects: Iterable[object] = ()) -> None:
+        self.log = SimLog()
+        self.world = World()
+        self.controllers = Controllers()
+        self.arrivals: list[tuple[float, object]] = []
+        self._unanswered: list[Event] = []  # written, not yet answered by the nodes
+        for obj in objects:
+            meta = getattr(obj, "meta", None)
+            arrives = arrival_time(meta) if meta is not None else 0.0
+            if arrives > 0:
+                self.arrivals.append((arrives, obj))
+            else:
+                self.admit(obj, 0.0)
+
+    # --- writing ------------------------------------------------------------------------------------
+    def write(self, outputs: Iterable[tuple[str, Output]], now: float) -> None:
+        """Write a batch (each output with its producer), then let the nodes answer it."""
+        for producer, output in outputs:
+            event = self.log.append(producer, output, now)
+            if event is None:
+                continue
+            self.controllers.fold(event)
+            self.world.observe(event)
+            self._unanswered.append(event)
+        while self._unanswered:
+            answers = nodes.reactions(self.world, self._unanswered.pop(0))
+            if answers:
+                self.write(answers, now)
+
+    # --- admission ----------------------------------------------------------------------------------
+    def admit(self, obj: object, now: float) -> None:
+        """What admission writes for an accepted object (the simulator does not validate: `lahar validate`
+        does). Nodes, hypernodes and the pods and PodGroups of plain manifests go to the world as they are."""
+        if isinstance(obj, Job):
+            job = mutate_job(obj)
+            self._admitted("JobSubmitted", "job", job.meta.namespace, job.meta.name, _object(job), now)
+        elif isinstance(obj, Command):
+            if obj.target is None:
+                return  # admission rejects a command without a target
+            # named as vcctl and admission name an unnamed command
+            name = obj.meta.name or f"{obj.target.name}-{obj.action.lower()}"
+            payload = {"action": obj.action, "target_kind": obj.target.kind, "target": target_key(obj)}
+            self._admitted(
+                "CommandIssued", "command", obj.meta.namespace, name, payload, now, target_key(obj)
+            )
+        else:
+            self.world.add(obj, now)
+            name = getattr(getattr(obj, "meta", None), "name", "")
+            if isinstance(obj, Queue):
+                self._admitted("QueueApplied", "queue", None, name, _object(mutate_queue(obj)), now)
+            elif isinstance(obj, PriorityClass):
+                self._admitted("PriorityClassApplied", "priorityclass", None, name, _object(obj), now)
+
+    def _admitted(
+        self,
+        event_type: str,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        payload: dict[str, Any],
+        now: float,
+        correlation: str = "",
+    ) -> None:
+        key = f"{namespace}/{name}" if namespace else name
+        output = Output(
+            type=event_type,
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            payload=payload,
+            id=deterministic_id(ADMISSION, event_type, key, len(self.log) + 1),
+            correlation_id=correlation or key,
+        )
+        self.write([(ADMISSION, output)], now)
+
+    def arrive(self, now: float) -> None:
+        """Admit the objects due by `now`, in the order they were given."""
+        due = [obj for t, obj in self.arrivals if t <= now]
+        self.arrivals = [(t, obj) for t, obj in self.arrivals if t > now]
+        for obj in due:
+            self.admit(obj, now)
+
+    # --- the controllers, the scheduler, the nodes --------------------------------------------------
+    def settle(self, now: float) -> None:
+        """Reconcile the controllers and write what they say until they have nothing more to write."""
+        for _ in range(SETTLE_ROUNDS):
+            outputs = [(p, o) for p, o in self.controllers.reconcile(now) if o.id not in self.log]
+            if not outputs:
+                return
+            self.write(outputs, now)
+        raise RuntimeError(f"the controllers do not settle at t={now}")
+
+    def complete(self, now: float) -> None:
+        self.write(nodes.completions(self.world, now), now)
+
+    def schedule(self, conf: SchedulerConf, *, seed: int, session_id: str, now: float) -> SessionResult:
+        """One scheduling cycle (see the module docstring); the controllers settle after each session."""
+        snapshot = self.world.snapshot()
+        first = run_session(snapshot, conf, seed=seed, session_id=session_id, now=now)
+        mark = len(self.log)
+        self._commit(first, snapshot, now)
+        # pods the session could not see: their PodGroup was still Pending when it started
+        pending = {pg.meta.key for pg in snapshot.podgroups if pg.status.phase == "Pending"}
+        created = any(
+            e.type == "PodCreated" and self.world.pod_job.get(f"{e.namespace}/{e.name}") in pending
+            for e in self.log.events[mark:]
+        )
+        if not created:
+            return first
+        snapshot = self.world.snapshot()
+        second = run_session(snapshot, conf, seed=seed, session_id=session_id, now=now)
+        self._commit(second, snapshot, now)
+        return SessionResult(
+            first.session_id,
+            plans=first.plans + second.plans,
+            pipelined=second.pipelined,
+            podgroups={**first.podgroups, **second.podgroups},
+            queues=second.queues or first.queues,
+        )
+
+    def _commit(self, result: SessionResult, snapshot: ClusterSnapshot, now: float) -> None:
+        for message in build_plans(result, snapshot, SIM_REPLICA, _Everything()):
+            self.write([(BINDER, o) for o in plan_outputs(message)], now)
+        self.world.refresh_podgroups(result)
+        self.settle(now)
+
+    # --- progress -----------------------------------------------------------------------------------
+    def changed_since(self, mark: int) -> bool:
+        return any(e.type not in QUIET for e in self.log.events[mark:])
+
+    def idle(self, now: float) -> bool:
+        """Nothing is left to happen: every job finished, no pod runs or waits outside a job, nothing is
+        still to arrive and no controller waits for a timeout or a TTL."""
+        world = self.world
+        return (
+            not world.unfinished_jobs()
+            and not world.finish_at
+            and not self.arrivals
+            and not world.pending_pods_without_job()
+            and self.controllers.next_deadline(now) is None
+        )
+
+    def next_moment(self, now: float) -> float | None:
+        """When something happens next without a session deciding it: a run ends, an object arrives, or a
+        controller's timeout or TTL falls due."""
+        arrival = min((t for t, _ in self.arrivals), default=None)
+        moments = (self.world.next_completion(), arrival, self.controllers.next_deadline(now))
+        return min((t for t in moments if t is not None), default=None)

@@ -1,0 +1,46 @@
+"""The controllers of the stack, run over the simulated log: the job-controller's and the queue-controller's
+cores, unchanged. Every event of the log is folded into both (each ignores what it does not care about),
+and `reconcile` asks both what to write, as the service loop does after each batch.
+"""
+
+from __future__ import annotations
+
+from services.job_controller.core.core import JobControllerCore
+from services.job_controller.core.phase import FINAL_PHASES
+from services.job_controller.core.state import State as JobState
+from services.queue_controller.core.core import QueueControllerCore
+from services.queue_controller.core.state import State as QueueState
+from shared.runner_types import Event, Output
+
+
+class Controllers:
+    def __init__(self) -> None:
+        self.job_core = JobControllerCore()
+        self.queue_core = QueueControllerCore()
+        self.jobs: JobState = self.job_core.initial()
+        self.queues: QueueState = self.queue_core.initial()
+
+    def fold(self, event: Event) -> None:
+        self.jobs = self.job_core.apply(self.jobs, event)
+        self.queues = self.queue_core.apply(self.queues, event)
+
+    def reconcile(self, now: float) -> list[tuple[str, Output]]:
+        """What each controller would write now, with its name (the events' producer)."""
+        outputs = [(self.job_core.name, o) for o in self.job_core.reconcile(self.jobs, now)]
+        outputs += [(self.queue_core.name, o) for o in self.queue_core.reconcile(self.queues, now)]
+        return outputs
+
+    def next_deadline(self, now: float) -> float | None:
+        """The first moment after `now` at which the job-controller acts without any new event: a delayed
+        policy action (a timeout) falls due, or a finished job's ttlSecondsAfterFinished runs out. The
+        service loop finds these by reconciling on a timer; the simulated clock jumps to them instead."""
+        moments = []
+        for record in self.jobs.jobs.values():
+            if not record.active or record.job is None:
+                continue
+            moments.extend(p.due for p in record.pending if p.due is not None)
+            ttl = record.job.ttl_seconds_after_finished
+            finished_at = record.published.get("last_transition_time") if record.published else None
+            if ttl is not None and finished_at is not None and record.phase in FINAL_PHASES:
+                moments.append(finished_at + ttl)
+        return min((t for t in moments if t > now), default=None)
