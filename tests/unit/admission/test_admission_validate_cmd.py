@@ -14,7 +14,7 @@ from contracts.parse import document_name
 from services.admission import validate_cmd
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*/*.yaml") if p.parent.name != "invalid")
+EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.yaml") if p.parent.name != "invalid")
 INVALID = sorted((ROOT / "examples" / "invalid").glob("*.yaml"))
 
 # each invalid example and a field path its rule reports
@@ -61,7 +61,7 @@ def json_report(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, di
 
 
 def test_the_examples_are_all_there() -> None:
-    assert {p.parent.name for p in EXAMPLES} >= {"gang-experiment", "queues", "topology"}
+    assert {p.parent.name for p in EXAMPLES} >= {"examples", "gang-experiment", "lifecycle", "queues", "topology"}
     assert sorted(p.name for p in INVALID) == sorted(INVALID_PATHS)
 
 
