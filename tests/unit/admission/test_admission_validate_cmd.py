@@ -61,7 +61,13 @@ def json_report(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, di
 
 
 def test_the_examples_are_all_there() -> None:
-    assert {p.parent.name for p in EXAMPLES} >= {"examples", "gang-experiment", "lifecycle", "queues", "topology"}
+    assert {p.parent.name for p in EXAMPLES} >= {
+        "examples",
+        "gang-experiment",
+        "lifecycle",
+        "queues",
+        "topology",
+    }
     assert sorted(p.name for p in INVALID) == sorted(INVALID_PATHS)
 
 
