@@ -270,18 +270,11 @@ def test_a_queue_closed_while_its_job_runs_is_closing(closed_while_running) -> N
     assert messages == [f"can only submit job to a queue in state Open, queue '{QUEUE}' is Closing"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (job-controller): a finished job keeps its PodGroup until the job is deleted, so the "
-    "queue-controller still counts it and the queue stays Closing; Volcano's KillJob (run by the "
-    "finished states) deletes the PodGroup, and the queue becomes Closed when its jobs end",
-)
 def test_the_closing_queue_is_closed_once_its_job_ends(closed_while_running) -> None:
     assert closed_while_running["after_end"] == "Closed"
 
 
 def test_the_closed_queue_refuses_new_jobs(stack, closed_while_running) -> None:
-    # the job's PodGroup goes with the job (see the xfail above): then nothing holds the queue open
     assert stack.lahar("job", "delete", "-N", QUEUE_JOB).returncode == 0
     assert eventually(lambda: queue_state(stack, QUEUE), lambda s: s == "Closed") == "Closed"
     listed = {q["meta"]["name"]: q for q in lahar_json(stack, "queue", "list")["items"]}

@@ -7,8 +7,18 @@ from collections.abc import Callable, Mapping
 from contracts import codec
 from contracts.objects import PodGroup, Queue
 from services.queue_controller.core.machine import ACTIONS, after_action, after_sync
-from services.queue_controller.core.state import DEFAULT_QUEUE, Cause, QueueRecord, State, count_podgroup
+from services.queue_controller.core.state import (
+    DEFAULT_QUEUE,
+    Cause,
+    QueueRecord,
+    State,
+    count_live,
+    count_podgroup,
+)
 from shared.runner_types import Event
+
+# the job phases after which Volcano's controller deletes the job's PodGroup (KillJob)
+FINAL_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated"})
 
 
 def apply(state: State, event: Event) -> State:
@@ -77,7 +87,9 @@ def _podgroup_created(state: State, event: Event) -> None:
     if key in state.podgroups:
         return  # a second delivery of the same creation
     state.podgroups[key] = (podgroup.queue, podgroup.status.phase)
+    state.finished.discard(key)  # a new incarnation of the job
     count_podgroup(state, podgroup.queue, podgroup.status.phase, 1)
+    count_live(state, podgroup.queue, 1)
     _podgroups_changed(state, podgroup.queue, event)
 
 
@@ -101,7 +113,25 @@ def _podgroup_deleted(state: State, event: Event) -> None:
         return
     queue, phase = entry
     count_podgroup(state, queue, phase, -1)
+    key = f"{event.namespace}/{event.name}"
+    if key in state.finished:
+        state.finished.discard(key)
+    else:
+        count_live(state, queue, -1)
     _podgroups_changed(state, queue, event)
+
+
+def _job_status_changed(state: State, event: Event) -> None:
+    """A job in a final phase no longer holds its queue open (lahar names a Job's PodGroup after it)."""
+    key = f"{event.namespace}/{event.name}"
+    if event.payload.get("phase") not in FINAL_JOB_PHASES or key in state.finished:
+        return
+    entry = state.podgroups.get(key)
+    if entry is None:
+        return
+    state.finished.add(key)
+    count_live(state, entry[0], -1)
+    _podgroups_changed(state, entry[0], event)
 
 
 def _podgroups_changed(state: State, queue: str, event: Event) -> None:
@@ -124,4 +154,5 @@ _HANDLERS: Mapping[str, Callable[[State, Event], None]] = {
     "PodGroupCreated": _podgroup_created,
     "PodGroupStatusChanged": _podgroup_status_changed,
     "PodGroupDeleted": _podgroup_deleted,
+    "JobStatusChanged": _job_status_changed,
 }

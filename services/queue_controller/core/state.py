@@ -51,9 +51,15 @@ class State:
     podgroups: dict[str, tuple[str, str]] = field(default_factory=dict)  # PodGroup key -> (queue, phase)
     # queue -> PodGroup phase -> how many (derived from podgroups, kept up to date by the fold)
     phases: dict[str, dict[str, int]] = field(default_factory=dict)
+    # PodGroups whose job reached a final phase (JobStatusChanged): Volcano's KillJob deletes those, so a
+    # Closing queue does not wait for them (they still count in the status until they are deleted)
+    finished: set[str] = field(default_factory=set)
+    # queue -> PodGroups not finished (derived), what closing waits for
+    live: dict[str, int] = field(default_factory=dict)
 
     def has_podgroups(self, queue: str) -> bool:
-        return any(self.phases.get(queue, {}).values())
+        """Does the queue still hold PodGroups of jobs that have not finished (a Closing queue waits)?"""
+        return self.live.get(queue, 0) > 0
 
     def counts(self, queue: str) -> dict[str, int]:
         phases = self.phases.get(queue, {})
@@ -62,6 +68,12 @@ class State:
 
 def initial_state() -> State:
     return State(queues={DEFAULT_QUEUE: QueueRecord(DEFAULT_QUEUE, None, incarnation=0)})
+
+
+def count_live(state: State, queue: str, delta: int) -> None:
+    state.live[queue] = state.live.get(queue, 0) + delta
+    if not state.live[queue]:
+        del state.live[queue]
 
 
 def count_podgroup(state: State, queue: str, phase: str, delta: int) -> None:
@@ -80,6 +92,7 @@ def to_plain(state: State) -> dict[str, Any]:
     return {
         "queues": [_record_to_plain(r) for r in state.queues.values()],
         "podgroups": [[key, queue, phase] for key, (queue, phase) in state.podgroups.items()],
+        "finished": sorted(state.finished),
     }
 
 
@@ -88,9 +101,12 @@ def from_plain(data: dict[str, Any]) -> State:
     for item in data["queues"]:
         record = _record_from_plain(item)
         state.queues[record.name] = record
+    state.finished = set(data.get("finished", ()))
     for key, queue, phase in data["podgroups"]:
         state.podgroups[key] = (queue, phase)
         count_podgroup(state, queue, phase, 1)
+        if key not in state.finished:
+            count_live(state, queue, 1)
     return state
 
 

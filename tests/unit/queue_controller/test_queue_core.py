@@ -296,3 +296,40 @@ def test_dump_load_round_trip() -> None:
     assert loaded.phases == {"default": {"Pending": 1}}
     with pytest.raises(ValueError, match="version"):
         log.core.load(msgpack.packb({"version": 0}))
+
+
+def job_status(log: Log, name: str, phase: str) -> Event:
+    return log.add("JobStatusChanged", "job", "team-a", name, {"phase": phase, "counts": {}})
+
+
+@pytest.mark.parametrize("final", ["Completed", "Failed", "Terminated"])
+def test_a_closing_queue_closes_once_its_jobs_end(final: str) -> None:
+    # Volcano's KillJob deletes a finished job's PodGroup; lahar keeps it readable until the job is
+    # deleted, so the queue must stop waiting for it as soon as the job is final
+    log = Log()
+    log.queue("research")
+    log.podgroup("a", "research", phase="Running")
+    log.podgroup("b", "research", phase="Running")
+    log.settle()
+    log.command("CloseQueue", "research")
+    assert states(log.settle()) == [("research", "Closing")]
+    job_status(log, "a", "Running")
+    job_status(log, "a", final)
+    assert states(log.settle()) == []  # b still runs
+    job_status(log, "b", final)
+    assert states(log.settle()) == [("research", "Closed")]
+    # the finished PodGroups are still counted by phase until they are deleted; deleting them is no change
+    log.delete_podgroup("a")
+    log.delete_podgroup("b")
+    assert states(log.settle()) == []
+
+
+def test_a_finished_job_survives_a_checkpoint() -> None:
+    log = Log()
+    log.queue("research")
+    log.podgroup("a", "research", phase="Running")
+    job_status(log, "a", "Completed")
+    log.settle()
+    restored = log.core.load(log.core.dump(log.state))
+    assert restored.finished == {"team-a/a"}
+    assert not restored.has_podgroups("research")
