@@ -141,6 +141,10 @@ class Resources(Mapping[str, int]):
         return self._hash
 
     def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, Resources) and self._items == other._items:
+            return True  # the common case, without the per-dimension walk below
         if not isinstance(other, Mapping):
             return NotImplemented
         names = set(self._items) | set(other)

@@ -101,7 +101,7 @@ def build_model(snapshot: ClusterSnapshot) -> WorkingModel:
         if shared is None:
             vector = resources.vector(requests)
             shared = vectors[requests] = (vector, np.flatnonzero(vector > 0))
-        task = TaskInfo(pod, key, pod_priority, *shared)
+        task = TaskInfo(pod, key, pod_priority, *shared, requests)
         if task.node:
             index = nodes.index.get(task.node)
             if index is None:

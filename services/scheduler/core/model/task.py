@@ -107,7 +107,13 @@ class TaskInfo:
     )
 
     def __init__(
-        self, pod: Pod, job: str, priority: int, vector: np.ndarray, requested_columns: np.ndarray
+        self,
+        pod: Pod,
+        job: str,
+        priority: int,
+        vector: np.ndarray,
+        requested_columns: np.ndarray,
+        requests: Resources | None = None,
     ) -> None:
         self.pod = pod
         self.uid = pod.meta.uid or pod.meta.key
@@ -122,7 +128,7 @@ class TaskInfo:
         self.priority = (
             int(task_priority) if task_priority and task_priority.lstrip("-").isdigit() else priority
         )
-        self.resreq: Resources = pod.spec.effective_requests()
+        self.resreq: Resources = requests if requests is not None else pod.spec.effective_requests()
         self.init_resreq: Resources = self.resreq
         self.vector = vector
         # effective and init requests coincide once sidecars and init containers are folded in
