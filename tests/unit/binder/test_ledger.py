@@ -7,52 +7,19 @@ from typing import Any
 
 import pytest
 from support.builders import node, pod, podgroup, queue, res
+from support.events import EventLog
 
-from contracts.codec import encode_object
-from contracts.events import EVENT_TYPES
 from contracts.objects import Node, ObjectMeta
 from services.binder.core.core import BinderCore, BinderState
 from services.binder.core.ledger import Ledger, apply_event
 from services.scheduler.core.framework.plan import Bind, PodGroupUpdate
 from services.scheduler.plans import PlanMessage
-from shared.runner_types import Event
 
-CREATED = {
-    "Node": "NodeRegistered",
-    "Pod": "PodCreated",
-    "PodGroup": "PodGroupCreated",
-    "Queue": "QueueApplied",
-}
 GIB = 1024**3 * 1000  # milli-units
 
 
-class Log:
-    def __init__(self) -> None:
-        self.seq = 0
-
-    def event(
-        self, type: str, key: str, payload: dict[str, Any] | None = None, *, at: float = 0.0, id: str = ""
-    ) -> Event:
-        self.seq += 1
-        namespace, _, name = key.rpartition("/")
-        return Event(
-            seq=self.seq,
-            type=type,
-            kind=EVENT_TYPES[type].subject_kind,
-            namespace=namespace or None,
-            name=name,
-            payload=payload or {},
-            id=id or f"event-{self.seq}",
-            time=at,
-            correlation_id=key,
-        )
-
-    def created(self, obj: Any, *, at: float = 0.0) -> Event:
-        return self.event(CREATED[obj.kind], obj.meta.key, {"object": encode_object(obj)}, at=at)
-
-
-def ledger_of(*objects: Any) -> tuple[Ledger, Log]:
-    ledger, log = Ledger(), Log()
+def ledger_of(*objects: Any) -> tuple[Ledger, EventLog]:
+    ledger, log = Ledger(), EventLog()
     for obj in objects:
         apply_event(ledger, log.created(obj))
     return ledger, log
@@ -175,7 +142,7 @@ def test_events_it_does_not_track_are_ignored() -> None:
 def test_dump_load_round_trip() -> None:
     core = BinderCore()
     state = BinderState()
-    log = Log()
+    log = EventLog()
     for obj in (node("n1"), node("n2"), queue("q", capability=res(cpu=8)), podgroup("g", queue="q")):
         state = core.apply(state, log.created(obj, at=1.0))
     for name in ("a", "b", "c"):

@@ -2,46 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from support.builders import node, pod
+from support.events import EventLog
 
-from contracts.codec import encode_object
-from contracts.events import EVENT_TYPES
 from services.binder.core.core import BinderCore, BinderState
-from shared.runner_types import Event, Output
-
-CREATED = {"Node": "NodeRegistered", "Pod": "PodCreated"}
+from shared.runner_types import Output
 
 
-class Log:
-    def __init__(self) -> None:
-        self.seq = 0
-
-    def event(self, type: str, key: str, payload: Any = None, *, at: float = 0.0, id: str = "") -> Event:
-        self.seq += 1
-        namespace, _, name = key.rpartition("/")
-        return Event(
-            seq=self.seq,
-            type=type,
-            kind=EVENT_TYPES[type].subject_kind,
-            namespace=namespace or None,
-            name=name,
-            payload=payload or {},
-            id=id or f"event-{self.seq}",
-            time=at,
-            correlation_id=key,
-        )
-
-    def created(self, obj: Any, *, at: float = 0.0) -> Event:
-        return self.event(CREATED[obj.kind], obj.meta.key, {"object": encode_object(obj)}, at=at)
-
-
-def cluster(core: BinderCore) -> tuple[BinderState, Log]:
+def cluster(core: BinderCore) -> tuple[BinderState, EventLog]:
     """n1 registered at t=100 with a bound pod, a running pod, a finished pod and a terminating pod;
     n2 registered at t=100, empty; an unbound pending pod."""
-    state, log = core.initial(), Log()
+    state, log = core.initial(), EventLog()
     objects = [
         node("n1"),
         node("n2"),
@@ -110,7 +82,7 @@ def test_the_timeout_is_a_parameter() -> None:
     assert len(core.reconcile(state, 161.0)) == 5
 
 
-def land(core: BinderCore, state: BinderState, log: Log, outputs: list[Output]) -> BinderState:
+def land(core: BinderCore, state: BinderState, log: EventLog, outputs: list[Output]) -> BinderState:
     for o in outputs:
         key = f"{o.namespace}/{o.name}" if o.namespace else o.name
         state = core.apply(state, log.event(o.type, key, o.payload, id=o.id))

@@ -3,53 +3,19 @@ applied optimistically and reconciled with the log without double counting."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from support.builders import gang, node, pod, podgroup, queue, res
+from support.events import EventLog
 
-from contracts.codec import encode_object
-from contracts.events import EVENT_TYPES
 from services.binder.core.core import BinderCore, BinderState
 from services.binder.core.verify import verify
 from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate
 from services.scheduler.core.framework.session import run_session
 from services.scheduler.plans import PlanMessage, build_plans, decode_plan, encode_plan
 from services.scheduler.view import SchedulerView
-from shared.runner_types import Event
-
-CREATED = {
-    "Node": "NodeRegistered",
-    "Pod": "PodCreated",
-    "PodGroup": "PodGroupCreated",
-    "Queue": "QueueApplied",
-}
 
 
-class Log:
-    def __init__(self) -> None:
-        self.seq = 0
-
-    def event(self, type: str, key: str, payload: Any = None, *, id: str = "") -> Event:
-        self.seq += 1
-        namespace, _, name = key.rpartition("/")
-        return Event(
-            seq=self.seq,
-            type=type,
-            kind=EVENT_TYPES[type].subject_kind,
-            namespace=namespace or None,
-            name=name,
-            payload=payload or {},
-            id=id or f"event-{self.seq}",
-            time=0.0,
-            correlation_id=key,
-        )
-
-    def created(self, obj: Any) -> Event:
-        return self.event(CREATED[obj.kind], obj.meta.key, {"object": encode_object(obj)})
-
-
-def cluster() -> tuple[BinderCore, BinderState, Log]:
+def cluster() -> tuple[BinderCore, BinderState, EventLog]:
     """n1: 4 cpu, 1 used by a pod of the capped queue; n2 NotReady; n3 unschedulable; n4 holds one pod
     and no more; n5: 16 cpu with a bound pod, a running victim and a terminating pod. Queue `capped`
     allows 3 cpu. Pending: p0..p3 (1 cpu each, gang g), c0 and c1 (2 cpu each, capped queue)."""
@@ -74,7 +40,7 @@ def cluster() -> tuple[BinderCore, BinderState, Log]:
         *(pod(f"p{i}", "g") for i in range(4)),
         *(pod(f"c{i}", "c", cpu=2) for i in range(2)),
     ]
-    core, state, log = BinderCore(), BinderState(), Log()
+    core, state, log = BinderCore(), BinderState(), EventLog()
     for obj in objects:
         state = core.apply(state, log.created(obj))
     state = core.apply(state, log.event("NodeNotReady", "n2", {"last_heartbeat": 0.0}))
@@ -272,7 +238,7 @@ def test_binds_to_a_silent_node_are_rejected_before_it_is_marked_not_ready() -> 
 def test_plans_of_a_real_session_commit_and_settle_the_schedulers_view() -> None:
     """Scheduler view -> session -> plan messages -> binder -> events -> view: the loop closes, and the
     next session over the settled view has nothing left to do."""
-    core, state, log = BinderCore(), BinderState(), Log()
+    core, state, log = BinderCore(), BinderState(), EventLog()
     view = SchedulerView()
     # n1 fits gang a; b is enqueued but does not fit beside it; big never fits
     for obj in (node("n1", cpu=2), *gang("a", 2), *gang("b", 2, phase="Pending"), *gang("big", 9)):

@@ -8,54 +8,19 @@ from typing import Any
 
 import pytest
 from support.builders import gang, hypernode, node, pod, podgroup, priority_class, queue, res
+from support.events import EventLog
 
 from contracts.codec import encode, encode_object
-from contracts.events import EVENT_TYPES
 from contracts.objects import PodGroupCondition
 from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate
 from services.scheduler.core.framework.session import run_session
 from services.scheduler.core.model.task import TaskStatus, status_of_pod
 from services.scheduler.plans import PlanMessage
 from services.scheduler.view import SchedulerView
-from shared.runner_types import Event
-
-CREATED = {
-    "Node": "NodeRegistered",
-    "Pod": "PodCreated",
-    "PodGroup": "PodGroupCreated",
-    "Queue": "QueueApplied",
-    "PriorityClass": "PriorityClassApplied",
-    "HyperNode": "HyperNodeApplied",
-}
 
 
-class Log:
-    """Numbers events like the log does."""
-
-    def __init__(self) -> None:
-        self.seq = 0
-
-    def event(self, type: str, key: str, payload: dict[str, Any] | None = None, *, at: float = 0.0) -> Event:
-        self.seq += 1
-        namespace, _, name = key.rpartition("/")
-        return Event(
-            seq=self.seq,
-            type=type,
-            kind=EVENT_TYPES[type].subject_kind,
-            namespace=namespace or None,
-            name=name,
-            payload=payload or {},
-            id=f"event-{self.seq}",
-            time=at or float(self.seq),
-            correlation_id=key,
-        )
-
-    def created(self, obj: Any) -> Event:
-        return self.event(CREATED[obj.kind], obj.meta.key, {"object": encode_object(obj)})
-
-
-def folded(*objects: Any) -> tuple[SchedulerView, Log]:
-    view, log = SchedulerView(), Log()
+def folded(*objects: Any) -> tuple[SchedulerView, EventLog]:
+    view, log = SchedulerView(), EventLog(time_from_seq=True)
     for obj in objects:
         view.apply(log.created(obj))
     return view, log
@@ -232,7 +197,7 @@ def plan(
 INQUEUE = PodGroupUpdate("Inqueue", (PodGroupCondition(type="Scheduled"),), 0, 0, 0)
 
 
-def two_pod_gang() -> tuple[SchedulerView, Log, PlanMessage]:
+def two_pod_gang() -> tuple[SchedulerView, EventLog, PlanMessage]:
     view, log = folded(node("n1"), *gang("g", 2, phase="Pending"))
     binds = (Bind("default/g-worker-0", "default/g", "n1"), Bind("default/g-worker-1", "default/g", "n1"))
     return view, log, plan("p1", binds, podgroups={"default/g": INQUEUE})
@@ -301,7 +266,7 @@ def test_next_session_neither_replaces_assumed_pods_nor_over_commits() -> None:
 
 @pytest.mark.slow  # folding 55,000 create events is the slow part (decoding objects)
 def test_snapshot_of_5000_nodes_and_50000_pods_is_cheap() -> None:
-    log = Log()
+    log = EventLog(time_from_seq=True)
     view = SchedulerView()
     template = encode_object(pod("template", "g"))
     for i in range(5000):
