@@ -40,6 +40,13 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
     EventType("JobSubmitted", "job", ADMISSION, ("object",), "a Job was accepted and defaulted"),
     EventType("JobUpdated", "job", ADMISSION, ("object",), "a Job's mutable fields changed"),
     EventType("JobDeleted", "job", ADMISSION, (), "a Job was deleted; its pods and PodGroup follow"),
+    EventType(
+        "JobSecretCreated",
+        "job",
+        ADMISSION,
+        ("name", "uid", "data"),
+        "a Job's generated secret (the ssh plugin's key pair), written with its JobSubmitted",
+    ),
     EventType("QueueApplied", "queue", ADMISSION, ("object",), "a Queue was created or its spec changed"),
     EventType("QueueDeleted", "queue", ADMISSION, (), "a Queue was deleted"),
     EventType("PriorityClassApplied", "priorityclass", ADMISSION, ("object",), "a PriorityClass was applied"),

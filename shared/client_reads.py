@@ -131,11 +131,22 @@ def job_history(events: Iterable[RawEvent], namespace: str, name: str) -> list[H
                 producer=event.producer,
                 id=event.id,
                 cause=_cause(event, seen),
-                payload=event.payload,
+                payload=_redacted(event.type, event.payload),
             )
         )
         seen[event.id] = f"{event.type} {event.kind}/{event.name}"
     return history
+
+
+# events whose payload `data` holds secrets: a history shows their names, not their content
+SECRET_EVENTS = frozenset({"JobSecretCreated"})
+
+
+def _redacted(event_type: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    data = payload.get("data")
+    if event_type not in SECRET_EVENTS or not isinstance(data, Mapping):
+        return payload
+    return {**payload, "data": {key: "<redacted>" for key in data}}
 
 
 def _cause(event: RawEvent, seen: Mapping[str, str]) -> str:

@@ -28,6 +28,8 @@ from services.admission.context_core import AdmissionViewCore, Plan, View, Write
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import Request
 from services.admission.intake import Conflict, IntakeConsumer, Unavailable
+from services.admission.job_secrets import jobs_needing_keys, with_key_pairs
+from services.admission.keygen import KEYGEN, KeyGenerationError, generate_key_pair
 from shared.bus.envelope import Envelope, derived_event_id
 from shared.bus.errors import ConcurrencyConflict, DuplicateBatch
 from shared.bus.jetstream import BatchItem, Bus
@@ -50,6 +52,7 @@ class AdmissionConfig(RunnerConfig):
     catch_up_timeout_s: float = 5.0  # how long a request waits for the view to reach the log's end
     intake: bool = True  # consume LAHAR_INTAKE
     intake_batch: int = 32  # intake messages fetched at once
+    ssh_keygen: str = KEYGEN  # makes the ssh plugin's key pairs (keygen.py)
 
     def problems(self) -> list[str]:
         problems = super().problems()
@@ -181,9 +184,23 @@ class AdmissionService(EventSourcedService[View]):
         decided = plan(requests(self.context()), self.state, request_id, self.clock())
         if not decided.accepted or dry_run or not decided.writes:
             return Submitted(decided, self.seq)
+        decided = await self._with_secrets(decided)
         seq = await self._publish(decided.writes, request_id)
         await self.caught_up(seq, required=False)  # written: the answer does not depend on it
         return Submitted(decided, seq)
+
+    async def _with_secrets(self, decided: Plan) -> Plan:
+        """The plan with the key pairs its jobs' ssh plugins need (job_secrets.py)."""
+        pairs = {}
+        for job in jobs_needing_keys(decided):
+            try:
+                pairs[job.meta.key] = await generate_key_pair(
+                    f"lahar job {job.meta.key}", keygen=self.config.ssh_keygen
+                )
+            except KeyGenerationError as exc:
+                log.error("cannot generate an ssh key pair", job=job.meta.key, error=str(exc))
+                raise Unavailable(f"cannot generate the ssh key pair of Job {job.meta.key}: {exc}") from exc
+        return with_key_pairs(decided, pairs) if pairs else decided
 
     async def _publish(self, writes: Sequence[Write], request_id: str) -> int:
         """Append the writes (atomically when several); returns the sequence of the last one."""

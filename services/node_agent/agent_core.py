@@ -1,7 +1,8 @@
 """The node agent's core as the service runs it: NodeAgentCore plus two things only the shell needs.
 
 - The jobs whose pods get something from Volcano's job plugins (`spec.plugins` not empty), as last
-  submitted or updated: the agent computes a pod's plugin environment and files when it starts the pod.
+  submitted or updated, and the ssh key pairs admission generated for them (JobSecretCreated): the agent
+  computes a pod's plugin environment and files when it starts the pod.
 - Per run, the trace context of the latest event that decided its fate (its PodBound, then the
   PodEvicting or PodDeletionRequested that stops it), so the runtime action joins that trace.
 
@@ -20,6 +21,7 @@ import msgpack
 from contracts.codec import decode, encode
 from contracts.objects import Job, Pod
 from services.job_controller.core.expand import JOB_NAME
+from services.job_controller.core.plugins.ssh import KeyPair, keys_from_secret, secret_data
 from services.node_agent.core.core import NodeAgentCore
 from services.node_agent.core.state import AgentState, Observation, RuntimeAction
 from shared.runner_types import Event, Output
@@ -31,6 +33,7 @@ _STOP_CAUSES = ("PodEvicting", "PodDeletionRequested")
 class AgentView:
     agent: AgentState
     jobs: dict[str, Job] = field(default_factory=dict)  # job key -> the job, for jobs with plugins
+    secrets: dict[str, tuple[str, KeyPair]] = field(default_factory=dict)  # job key -> (job uid, pair)
     traces: dict[str, str] = field(default_factory=dict)  # run id -> traceparent of its latest decision
 
 
@@ -48,7 +51,7 @@ class AgentCore:
     def apply(self, state: AgentView, event: Event) -> AgentView:
         key = f"{event.namespace}/{event.name}"
         if event.kind == "job":
-            _fold_job(state.jobs, event, key)
+            _fold_job(state, event, key)
             return state
         before = state.agent.runs.get(key) if event.kind == "pod" else None
         state.agent = self.inner.apply(state.agent, event)
@@ -69,6 +72,7 @@ class AgentCore:
         data: dict[str, Any] = {
             "agent": self.inner.dump(state.agent),
             "jobs": {key: encode(job) for key, job in state.jobs.items()},
+            "secrets": {key: [uid, secret_data(pair)] for key, (uid, pair) in state.secrets.items()},
             "traces": state.traces,
         }
         return msgpack.packb(data, use_bin_type=True)
@@ -78,6 +82,7 @@ class AgentCore:
         return AgentView(
             agent=self.inner.load(raw["agent"]),
             jobs={key: decode(Job, job) for key, job in raw["jobs"].items()},
+            secrets=_secrets(raw.get("secrets", {})),
             traces=dict(raw["traces"]),
         )
 
@@ -100,10 +105,21 @@ class AgentCore:
         job = pod.meta.annotations.get(JOB_NAME)
         return state.jobs.get(f"{pod.meta.namespace}/{job}") if job else None
 
+    def ssh_keys_of(self, state: AgentView, job: Job) -> KeyPair | None:
+        """The key pair admission generated for this incarnation of the job, if any."""
+        secret = state.secrets.get(job.meta.key)
+        return secret[1] if secret is not None and secret[0] == job.meta.uid else None
 
-def _fold_job(jobs: dict[str, Job], event: Event, key: str) -> None:
+
+def _fold_job(state: AgentView, event: Event, key: str) -> None:
+    jobs = state.jobs
     if event.type in ("JobDeleted", "JobCleanedUp"):
         jobs.pop(key, None)
+        state.secrets.pop(key, None)
+    elif event.type == "JobSecretCreated":
+        pair = keys_from_secret(event.payload.get("data") or {})
+        if pair is not None:
+            state.secrets[key] = (str(event.payload.get("uid", "")), pair)
     elif event.type in ("JobSubmitted", "JobUpdated"):
         encoded = event.payload["object"]
         # most jobs have no plugins: skip decoding them, which dominates a long replay otherwise
@@ -111,3 +127,12 @@ def _fold_job(jobs: dict[str, Job], event: Event, key: str) -> None:
             jobs.pop(key, None)
             return
         jobs[key] = decode(Job, encoded["object"])
+
+
+def _secrets(raw: Mapping[str, Any]) -> dict[str, tuple[str, KeyPair]]:
+    secrets = {}
+    for key, (uid, data) in raw.items():
+        pair = keys_from_secret(data)
+        if pair is not None:
+            secrets[key] = (uid, pair)
+    return secrets

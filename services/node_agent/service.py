@@ -4,9 +4,9 @@ Start-up follows the restart rule of core/core.py: the loop replays the log (fro
 `after_replay` asks the runtime which runs are alive and folds them with `recover`, then folds every
 observation the runtime has queued; only then comes the first reconcile, and after every reconcile
 `after_reconcile` takes the core's runtime actions (`plan_actions`) and performs them, a Start with the
-environment and files of the job's plugins (the ssh plugin's key pair from ssh_keys.py). Runtime reports
-arriving later are folded as they come. Beside the loop run the heartbeats (heartbeat.py) and the logs
-API (logs_api.py).
+environment and files of the job's plugins (the ssh plugin's key pair as admission wrote it to the log).
+Runtime reports arriving later are folded as they come. Beside the loop run the heartbeats (heartbeat.py)
+and the logs API (logs_api.py).
 
 There is no leader election: each agent owns its nodes (one agent per node set and data dir), and its
 checkpoint key is its core's name, `node-agent.<agent>`.
@@ -27,7 +27,7 @@ from opentelemetry.trace import Tracer
 from contracts.codec import decode
 from contracts.objects import Pod
 from services.job_controller.core.expand import JOB_NAME
-from services.job_controller.core.plugins import pod_environment
+from services.job_controller.core.plugins import pod_environment, ssh
 from services.node_agent.agent_core import AgentCore, AgentView
 from services.node_agent.config import NodeAgentConfig, agent_nodes
 from services.node_agent.core.core import NodeAgentCore
@@ -38,7 +38,7 @@ from services.node_agent.runtime import workdir
 from services.node_agent.runtime.base import Runtime
 from services.node_agent.runtime.process import ProcessRuntime
 from services.node_agent.runtime.sim import SimRuntime
-from services.node_agent.ssh_keys import KeyGenerationError, SshKeyStore
+from services.node_agent.ssh_keys import prepare_private_files
 from shared.bus.jetstream import Bus
 from shared.runner import EventSourcedService
 from shared.service import connect_bus, connect_etcd
@@ -73,7 +73,6 @@ class NodeAgentService(EventSourcedService[AgentView]):
         self.runtime = runtime
         self.agent_config = config
         self.data_dir = None if data_dir is None else data_dir.resolve()
-        self.ssh_keys = None if self.data_dir is None else SshKeyStore(self.data_dir / "ssh-keys")
         agent = config.agent
         self.running_pods = registry.gauge(
             "kubelet_running_pods", "Pods whose containers run (kubelet's name)", ("agent",)
@@ -179,16 +178,19 @@ class NodeAgentService(EventSourcedService[AgentView]):
 
     async def _plugin_environment(self, start: Start) -> tuple[dict[str, str], dict[str, bytes]]:
         """What the job's plugins give the pod; nothing for a runtime that ignores env and files. A pod
-        whose ssh key pair cannot be made starts without it (its ssh then fails, and the log says why)."""
+        whose job has no ssh key pair in the log starts without one (its ssh then fails; the log says
+        why)."""
         job = self.agent_core.job_of(self.state, start.spec)
-        if job is None or self.data_dir is None or self.ssh_keys is None:
+        if job is None or self.data_dir is None:
             return {}, {}
         pod_dir = workdir.pod_dir(self.data_dir, start.pod)
+        keys = self.agent_core.ssh_keys_of(self.state, job)
+        if keys is None and ssh.needs_key_pair(job):
+            log.error("no ssh key pair for the pod's job in the log", pod=start.pod, job=job.meta.key)
         try:
-            keys = await self.ssh_keys.prepare(job, pod_dir)
-        except (KeyGenerationError, OSError, ValueError) as exc:
-            log.error("no ssh key pair for the pod", pod=start.pod, error=str(exc))
-            keys = None
+            prepare_private_files(job, pod_dir)
+        except OSError as exc:
+            log.error("cannot prepare the pod's ssh files", pod=start.pod, error=str(exc))
         return pod_environment(job, start.spec, str(pod_dir), ssh_keys=keys)
 
     # --- the logs API -----------------------------------------------------------------------------

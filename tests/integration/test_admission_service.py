@@ -176,6 +176,50 @@ async def test_dry_run_decides_without_writing(bus: Bus, admission: AdmissionSer
     assert await bus.last_seq(EVENTS_STREAM) == 0
 
 
+MPI_PLUGINS = "  plugins: {mpi: [--master=master, --worker=worker]}\n"
+
+
+def mpi_job_yaml(replicas: int = 2) -> str:
+    master = job_yaml(replicas=1).split("  tasks:\n")[1].replace("name: worker", "name: master", 1)
+    return job_yaml(replicas=replicas).replace("  tasks:\n", MPI_PLUGINS + "  tasks:\n" + master, 1)
+
+
+async def test_a_job_with_the_ssh_plugin_gets_one_key_pair_with_its_submission(
+    bus: Bus, admission: AdmissionService
+) -> None:
+    answer = await request(bus, "apply", mpi_job_yaml())
+    assert answer["accepted"], answer
+    log = await events(bus)
+    assert [(s, t) for s, t, _ in log] == [
+        ("lahar.ev.job.default.train", "JobSubmitted"),
+        ("lahar.ev.job.default.train", "JobSecretCreated"),
+    ]
+    submitted, secret = log[0][2], log[1][2]
+    assert "ssh" in submitted.payload["object"]["object"]["plugins"]  # the mpi plugin brings ssh
+    assert secret.payload["name"] == "train-ssh"
+    assert secret.payload["uid"] == submitted.payload["object"]["object"]["meta"]["uid"]
+    private, public = secret.payload["data"]["id_rsa"], secret.payload["data"]["id_rsa.pub"]
+    assert private.startswith("-----BEGIN RSA PRIVATE KEY-----") and public.startswith("ssh-rsa ")
+    assert secret.correlation_id == "default/train"
+
+    scaled = await request(bus, "apply", mpi_job_yaml(replicas=3))  # an update keeps the pair
+    assert scaled["objects"][0]["action"] == "configured"
+    assert [t for _, t, _ in await events(bus)][2:] == ["JobUpdated"]
+    plain = await request(bus, "apply", job_yaml(name="plain"))
+    assert plain["accepted"] and [t for _, t, _ in await events(bus)][3:] == ["JobSubmitted"]
+
+
+async def test_without_a_key_generator_an_ssh_job_is_refused_for_now_and_nothing_is_written(
+    bus: Bus, make: Make, tmp_path: Path
+) -> None:
+    service = make(ssh_keygen=str(tmp_path / "no-ssh-keygen"))
+    await service.run_until_idle(15)
+    answer = await request(bus, "apply", mpi_job_yaml())
+    assert not answer["accepted"] and answer["code"] == "unavailable"
+    assert "ssh key pair" in answer["errors"][0]["message"]
+    assert await bus.last_seq(EVENTS_STREAM) == 0
+
+
 async def test_delete_and_commands(bus: Bus, admission: AdmissionService) -> None:
     assert (await request(bus, "apply", QUEUE_YAML + "---\n" + job_yaml()))["accepted"]
     suspended = await request(bus, "command", {"action": "suspend", "namespace": "default", "name": "train"})

@@ -1,5 +1,6 @@
-"""The ssh plugin's key pairs on a node agent: the key store with the real ssh-keygen, and a process-runtime
-agent (real nats-server and etcd) giving every pod of a job the same pair, which ssh accepts."""
+"""The ssh plugin's key pair end to end: admission's generator with the real ssh-keygen, the private files
+the agent makes owner-only, and two process-runtime agents (real nats-server and etcd) giving the pods of
+one job the same pair from the log, which ssh accepts."""
 
 from __future__ import annotations
 
@@ -17,15 +18,18 @@ from test_node_agent_service import (  # the node agent's fixtures and helpers
     data_dir,  # noqa: F401
     job,
     log,  # noqa: F401
+    publish,
     submit,
 )
 
+from contracts.codec import encode_object
 from contracts.objects import Job, frozen_map
+from services.admission.keygen import KeyGenerationError, generate_key_pair
 from services.job_controller.core.expand import pod_for
-from services.job_controller.core.plugins import pod_environment
+from services.job_controller.core.plugins import pod_environment, ssh
 from services.job_controller.core.plugins.ssh import KeyPair
 from services.node_agent.runtime import workdir
-from services.node_agent.ssh_keys import KeyGenerationError, SshKeyStore
+from services.node_agent.ssh_keys import prepare_private_files
 from shared.bus.jetstream import Bus
 
 pytestmark = pytest.mark.integration
@@ -53,30 +57,23 @@ def public_half(keys: KeyPair) -> str:
     return " ".join(keys.public.decode().split()[:2])
 
 
-async def test_a_job_keeps_one_pair_across_calls_and_restarts(tmp_path: Path) -> None:
-    root = tmp_path / "ssh-keys"
-    first = await SshKeyStore(root).key_pair(ssh_job())
-    assert first.private.startswith(b"-----BEGIN RSA PRIVATE KEY-----")
-    assert first.public.startswith(b"ssh-rsa ") and first.public.rstrip().endswith(b"lahar job default/mpi")
-    assert await SshKeyStore(root).key_pair(ssh_job()) == first  # a restarted agent: the same store
-    kept = root / "default" / "mpi" / "uid-1"
-    assert mode(kept / "id_rsa") == 0o600
-    assert derived_public_key(kept / "id_rsa") == public_half(first)
-    assert sorted(p.name for p in kept.iterdir()) == ["id_rsa", "id_rsa.pub"]
+async def test_admission_generates_a_new_pem_pair_each_time() -> None:
+    private, public = await generate_key_pair("lahar job default/mpi")
+    assert private.startswith(b"-----BEGIN RSA PRIVATE KEY-----")
+    assert public.startswith(b"ssh-rsa ") and public.rstrip().endswith(b"lahar job default/mpi")
+    assert (await generate_key_pair("lahar job default/mpi"))[0] != private
 
-    other = await SshKeyStore(root).key_pair(ssh_job("other"))
-    assert other != first
-    again = await SshKeyStore(root).key_pair(ssh_job(uid="uid-2"))  # the job deleted and submitted again
-    assert again != first
-    assert [p.name for p in (root / "default" / "mpi").iterdir()] == ["uid-2"]  # uid-1's pair removed
+
+async def test_a_missing_keygen_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(KeyGenerationError, match="cannot run"):
+        await generate_key_pair("x", keygen=str(tmp_path / "no-such-ssh-keygen"))
 
 
 async def test_the_private_key_stays_owner_only_when_the_runtime_writes_it(tmp_path: Path) -> None:
-    store = SshKeyStore(tmp_path / "ssh-keys")
+    keys = KeyPair(*await generate_key_pair("lahar job default/mpi"))
     spec = ssh_job()
     pod_dir = tmp_path / "pods" / "default" / "mpi-worker-0"
-    keys = await store.prepare(spec, pod_dir)
-    assert keys == await store.key_pair(spec)
+    prepare_private_files(spec, pod_dir)
     pod = pod_for(spec, spec.tasks[0], 0, created_at=0.0)
     _, files = pod_environment(spec, pod, str(pod_dir), ssh_keys=keys)
     workdir.prepare(pod_dir, files)  # what the process runtime does with the plugins' files
@@ -86,23 +83,14 @@ async def test_the_private_key_stays_owner_only_when_the_runtime_writes_it(tmp_p
     assert derived_public_key(private) == public_half(keys)
 
 
-async def test_no_pair_without_the_plugin_or_with_the_users_own_key(tmp_path: Path) -> None:
-    store = SshKeyStore(tmp_path / "ssh-keys")
+def test_no_private_files_without_the_plugin_and_owner_only_under_a_custom_path(tmp_path: Path) -> None:
     pod_dir = tmp_path / "pod"
-    plain = replace(ssh_job(), plugins=frozen_map({"svc": ()}))
-    assert await store.prepare(plain, pod_dir) is None
+    prepare_private_files(replace(ssh_job(), plugins=frozen_map({"svc": ()})), pod_dir)
     assert not pod_dir.exists()
-    own = ssh_job(ssh=["--ssh-private-key=PRIVATE", "--ssh-key-file-path=/home/u/.ssh"])
-    assert await store.prepare(own, pod_dir) is None
+    prepare_private_files(
+        ssh_job(ssh=["--ssh-private-key=PRIVATE", "--ssh-key-file-path=/home/u/.ssh"]), pod_dir
+    )
     assert mode(pod_dir / "home" / "u" / ".ssh" / "id_rsa") == 0o600
-    assert not (tmp_path / "ssh-keys").exists()
-
-
-async def test_a_missing_keygen_is_an_error_and_leaves_nothing(tmp_path: Path) -> None:
-    store = SshKeyStore(tmp_path / "ssh-keys", keygen=str(tmp_path / "no-such-ssh-keygen"))
-    with pytest.raises(KeyGenerationError):
-        await store.key_pair(ssh_job())
-    assert list((tmp_path / "ssh-keys" / "default" / "mpi").iterdir()) == []
 
 
 # every check fails the pod: ssh-keygen refuses a key others can read, and derives the public key
@@ -114,28 +102,41 @@ grep -qx 'Host mpi-worker-1' "$VC_SSH_DIR/config"
 """
 
 
-async def test_every_pod_of_the_job_gets_the_same_usable_pair(
+async def test_pods_of_one_job_on_two_agents_get_the_pair_from_the_log(
     agent: Agent,  # noqa: F811
     bus: Bus,
     log: Log,  # noqa: F811
     data_dir: Path,  # noqa: F811
+    tmp_path: Path,
     eventually: Eventually,
 ) -> None:
+    other_dir = tmp_path / "agent-2"
     agent()
+    agent(node_name="n2", data_dir=str(other_dir))
     spec = ssh_job(script=POD_SCRIPT)
-    pods = [await submit(bus, spec, index) for index in (0, 1)]
-    for pod in pods:
+    keys = KeyPair(*await generate_key_pair("lahar job default/mpi"))
+    data = ssh.secret_data(keys)
+    # an older incarnation's pair first: the agents must take the one that names this job's uid
+    stale = ssh.secret_data(KeyPair(*await generate_key_pair("stale")))
+    await publish(bus, "JobSecretCreated", "job", "mpi", {"name": "mpi-ssh", "uid": "uid-0", "data": stale})
+    await publish(bus, "JobSubmitted", "job", "mpi", {"object": encode_object(spec)})
+    await publish(bus, "JobSecretCreated", "job", "mpi", {"name": "mpi-ssh", "uid": "uid-1", "data": data})
+    pods = [await submit(bus, spec, 0, node="n1"), await submit(bus, spec, 1, node="n2")]
+    directories = [data_dir / "pods" / "default" / pods[0].meta.name]
+    directories.append(other_dir / "pods" / "default" / pods[1].meta.name)
+    for pod, directory in zip(pods, directories, strict=True):
         ended = await eventually(
             lambda pod=pod: log.of("PodSucceeded", pod.meta.name) or log.of("PodFailed", pod.meta.name),
             what=f"{pod.meta.name} ended",
             timeout_s=30,
         )
-        directory = data_dir / "pods" / "default" / pod.meta.name
         output = workdir.log_path(directory, "main")
         assert ended[0].type == "PodSucceeded", output.read_text() if output.exists() else ended[0].payload
-    keys = [data_dir / "pods" / "default" / pod.meta.name / "root" / ".ssh" for pod in pods]
-    for name in ("id_rsa", "id_rsa.pub", "authorized_keys", "config"):
-        assert (keys[0] / name).read_bytes() == (keys[1] / name).read_bytes()
-    assert mode(keys[0] / "id_rsa") == 0o600
-    kept = data_dir / "ssh-keys" / "default" / "mpi" / "uid-1"
-    assert (kept / "id_rsa").read_bytes() == (keys[0] / "id_rsa").read_bytes()
+    for directory in directories:
+        ssh_dir = directory / "root" / ".ssh"
+        assert (ssh_dir / "id_rsa").read_bytes() == keys.private
+        assert (ssh_dir / "id_rsa.pub").read_bytes() == keys.public
+        assert mode(ssh_dir / "id_rsa") == 0o600
+    assert (directories[0] / "root/.ssh/config").read_bytes() == (
+        directories[1] / "root/.ssh/config"
+    ).read_bytes()

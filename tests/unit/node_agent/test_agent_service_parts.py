@@ -4,6 +4,7 @@ state, the logs API's replies, and the heartbeat format."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from contracts.codec import encode_object
 from contracts.objects import Container, Job, Node, ObjectMeta, PodSpec, PodTemplate, TaskSpec, frozen_map
 from contracts.resources import Resources
 from services.job_controller.core.expand import default_job, pod_for
+from services.job_controller.core.plugins.ssh import KeyPair
 from services.node_agent.agent_core import AgentCore, AgentView
 from services.node_agent.core.core import NodeAgentCore
 from services.node_agent.logs_api import PodLogs, answer, logs_subject, pod_of_subject, read_chunk
@@ -83,6 +85,28 @@ def test_only_jobs_with_plugins_are_kept_until_deleted_or_updated_without_them()
     assert agent.state.jobs == {}
 
 
+def secret(uid: str, private: str = "PRIVATE", public: str = "ssh-rsa AAAA") -> dict[str, Any]:
+    return {"name": "mpi-ssh", "uid": uid, "data": {"id_rsa": private, "id_rsa.pub": public}}
+
+
+def with_uid(job: Job, uid: str) -> Job:
+    return replace(job, meta=replace(job.meta, uid=uid))
+
+
+def test_a_jobs_ssh_pair_is_the_secret_of_its_incarnation_until_the_job_is_deleted() -> None:
+    agent = Harness()
+    job = with_uid(make_job("mpi", ssh=[]), "uid-1")
+    agent.job("JobSubmitted", job)
+    assert agent.core.ssh_keys_of(agent.state, job) is None  # no secret yet
+    agent.event("JobSecretCreated", "job", "mpi", secret("uid-1", "KEY-1"))
+    assert agent.core.ssh_keys_of(agent.state, job) == KeyPair(b"KEY-1", b"ssh-rsa AAAA")
+    assert agent.core.ssh_keys_of(agent.state, with_uid(job, "uid-2")) is None  # another incarnation's
+    agent.event("JobSecretCreated", "job", "mpi", {"name": "mpi-ssh", "uid": "uid-1", "data": {"token": "x"}})
+    assert agent.core.ssh_keys_of(agent.state, job) == KeyPair(b"KEY-1", b"ssh-rsa AAAA")  # not an ssh pair
+    agent.event("JobCleanedUp", "job", "mpi", {"incarnation": 1})
+    assert agent.core.ssh_keys_of(agent.state, job) is None and agent.state.secrets == {}
+
+
 def test_a_run_keeps_the_trace_of_the_latest_decision_about_it_until_it_ends() -> None:
     agent = Harness()
     job = make_job("j")
@@ -99,15 +123,16 @@ def test_a_run_keeps_the_trace_of_the_latest_decision_about_it_until_it_ends() -
     assert agent.state.traces == {}  # not this agent's node
 
 
-def test_dump_and_load_keep_the_agent_state_the_jobs_and_the_traces() -> None:
+def test_dump_and_load_keep_the_agent_state_the_jobs_the_secrets_and_the_traces() -> None:
     agent = Harness()
     agent.job("JobSubmitted", make_job("hosts", svc=[], env=[]))
     job = make_job("hosts", svc=[], env=[])
     pod = pod_for(job, job.tasks[0], 1, created_at=0.0)
     agent.event("PodCreated", "pod", pod.meta.name, {"object": encode_object(pod)})
     agent.event("PodBound", "pod", pod.meta.name, {"node": "n1", "plan": "p"}, traceparent=TRACE_A)
+    agent.event("JobSecretCreated", "job", "hosts", secret("uid-1"))
     loaded = agent.core.load(agent.core.dump(agent.state))
-    assert loaded == agent.state
+    assert loaded == agent.state and loaded.secrets
     assert agent.core.name == "node-agent.a1"
 
 

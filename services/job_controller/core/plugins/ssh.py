@@ -14,13 +14,11 @@ runtime's containers share the agent's HOME, so point ssh at them: `ssh -F "$VC_
 "$VC_SSH_DIR/id_rsa" <pod>`. A key file path that leaves the pod's directory becomes the default one.
 
 Generating a key pair takes randomness, which a pure function has none of: the pair comes in as data
-(`contribute(given, keys)`). The node agent makes it (services/node_agent/ssh_keys.py): one pair per job
-incarnation, generated on its first pod and kept in the agent's data dir, so every pod of the job that
-this agent runs gets the same pair. Agents do not share it: with pods of one job on two agents the pairs
-differ and the pods cannot log in to one another. For that the pair must be in the log, generated once
-where randomness is allowed (admission, when it accepts the job) and published, e.g. a `JobSecretCreated`
-event (writer admission, subject the job, payload `name` `<job>-ssh` and `data` {id_rsa, id_rsa.pub}),
-which the agents fold like the job itself. Without keys (no flag, no pair given) the plugin gives nothing.
+(`contribute(given, keys)`). Admission generates it when it accepts the job (services/admission/keygen.py)
+and writes it to the log right after the JobSubmitted, in the same batch, as a JobSecretCreated (subject
+the job, payload `name` `<job>-ssh`, the job's `uid` and `data` {id_rsa, id_rsa.pub}); node agents fold
+it like the job itself, so every pod of the job gets the same pair on whichever agent it runs. Without
+keys (no flag, no pair in the log) the plugin gives nothing.
 
 Differences from Volcano: the private key file is made 0600 by the agent even under a custom key file
 path (Volcano uses 0644 there, for a non-root user to read a root-owned file; here the agent's user owns
@@ -31,6 +29,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from contracts.objects import Job
@@ -119,6 +118,24 @@ def key_dir(path: str) -> str:
     if relative in ("", ".") or relative == ".." or relative.startswith("../"):
         relative = DEFAULT_KEY_FILE_PATH.lstrip("/")
     return relative
+
+
+def secret_name(job: Job) -> str:
+    """Volcano's name for the job's ssh Secret."""
+    return f"{job.meta.name}-ssh"
+
+
+def secret_data(keys: KeyPair) -> dict[str, str]:
+    """The pair as the data of the job's secret (JobSecretCreated): file name -> text."""
+    return {PRIVATE_KEY: keys.private.decode(), PUBLIC_KEY: keys.public.decode()}
+
+
+def keys_from_secret(data: Mapping[str, object]) -> KeyPair | None:
+    """The pair in a secret's data, None when it holds no ssh pair."""
+    private, public = data.get(PRIVATE_KEY), data.get(PUBLIC_KEY)
+    if not isinstance(private, str) or not isinstance(public, str):
+        return None
+    return KeyPair(private.encode(), public.encode())
 
 
 def needs_key_pair(job: Job) -> bool:
