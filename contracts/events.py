@@ -47,6 +47,18 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
         ("name", "uid", "data"),
         "a Job's generated secret (the ssh plugin's key pair), written with its JobSubmitted",
     ),
+    EventType(
+        "PodSubmitted",
+        "pod",
+        ADMISSION,
+        ("object", "podgroup"),
+        "a plain Pod (no Job) was accepted; `podgroup` is the PodGroup it gets of its own, or None",
+    ),
+    EventType("PodWithdrawn", "pod", ADMISSION, (), "a plain Pod was deleted; it is stopped and forgotten"),
+    EventType("PodGroupSubmitted", "podgroup", ADMISSION, ("object",), "a user's PodGroup was accepted"),
+    EventType(
+        "PodGroupWithdrawn", "podgroup", ADMISSION, (), "a user's PodGroup was deleted (its pods stay)"
+    ),
     EventType("QueueApplied", "queue", ADMISSION, ("object",), "a Queue was created or its spec changed"),
     EventType("QueueDeleted", "queue", ADMISSION, (), "a Queue was deleted"),
     EventType("PriorityClassApplied", "priorityclass", ADMISSION, ("object",), "a PriorityClass was applied"),
@@ -67,10 +79,10 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
         ("errors", "source"),
         "a manifest published on the intake stream was invalid; every error is listed",
     ),
-    # job-controller: what a Job becomes
-    EventType("PodGroupCreated", "podgroup", JOB_CONTROLLER, ("object",), "a Job's PodGroup was created"),
+    # job-controller: what a Job (or a plain Pod or PodGroup) becomes
+    EventType("PodGroupCreated", "podgroup", JOB_CONTROLLER, ("object",), "a PodGroup was created"),
     EventType("PodGroupDeleted", "podgroup", JOB_CONTROLLER, (), "a PodGroup was removed"),
-    EventType("PodCreated", "pod", JOB_CONTROLLER, ("object",), "a pod of a Job was created (pending)"),
+    EventType("PodCreated", "pod", JOB_CONTROLLER, ("object",), "a pod was created (pending)"),
     EventType(
         "PodDeletionRequested", "pod", JOB_CONTROLLER, ("reason",), "a pod is to be stopped and removed"
     ),

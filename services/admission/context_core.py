@@ -21,19 +21,38 @@ import msgpack
 from contracts import codec
 from contracts.errors import FieldError
 from contracts.events import EVENT_TYPES
-from contracts.objects import CLUSTER_SCOPED, ApiObject, HyperNode, Job, PriorityClass, Queue, frozen_map
+from contracts.objects import (
+    CLUSTER_SCOPED,
+    ApiObject,
+    HyperNode,
+    Job,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+    frozen_map,
+)
 from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
+from services.admission.core.implicit_podgroup import GROUP_NAME
 from services.job_controller.core.expand import QUEUE_NAME
+from services.job_controller.core.plain.owner import owner_pod
 from shared.runner_types import Event, Output, deterministic_id
 
 CHECKPOINT_VERSION = 1
 # subjects admission writes to, whose last sequence guards its writes
-GUARDED_KINDS = frozenset({"job", "queue", "priorityclass", "hypernode", "command"})
+GUARDED_KINDS = frozenset({"job", "queue", "priorityclass", "hypernode", "command", "pod", "podgroup"})
 # a pod counts against its queue from its binding until it stops (Volcano's queue status.allocated)
 _ALLOCATING = frozenset({"PodBound", "PodRunning", "PodEvicting"})
 _RELEASING = frozenset({"PodSucceeded", "PodFailed", "PodTerminated", "PodLost"})
-_TABLES = {"job": "jobs", "queue": "queues", "priorityclass": "priority_classes", "hypernode": "hypernodes"}
+_TABLES = {
+    "job": "jobs",
+    "queue": "queues",
+    "priorityclass": "priority_classes",
+    "hypernode": "hypernodes",
+    "pod": "plain_pods",
+    "podgroup": "podgroups",
+}
 
 
 def subject_key(kind: str, namespace: str | None, name: str) -> str:
@@ -46,7 +65,9 @@ class View:
     queues: dict[str, Queue] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     hypernodes: dict[str, HyperNode] = field(default_factory=dict)
-    pods: dict[str, list[Any]] = field(default_factory=dict)  # pod key -> [queue, allocated]
+    plain_pods: dict[str, Pod] = field(default_factory=dict)  # submitted without a Job
+    podgroups: dict[str, PodGroup] = field(default_factory=dict)  # submitted, and plain pods' own
+    pods: dict[str, list[Any]] = field(default_factory=dict)  # every pod's key -> [queue, allocated]
     subjects: dict[str, int] = field(default_factory=dict)  # subject_key -> last seq
     seq: int = 0
     cached: ClusterContext | None = None
@@ -66,6 +87,8 @@ class View:
                 priority_classes=frozen_map(self.priority_classes),
                 jobs=frozen_map(self.jobs),
                 hypernodes=frozen_map(self.hypernodes),
+                plain_pods=frozen_map(self.plain_pods),
+                podgroups=frozen_map(self.podgroups),
                 queue_pods=frozen_map(counts),
             )
         return self.cached
@@ -112,6 +135,24 @@ def _queue_state(view: View, event: Event) -> None:
         view.queues[event.name] = replace(queue, status=replace(queue.status, state=event.payload["state"]))
 
 
+def _pod_submitted(view: View, event: Event) -> None:
+    pod = codec.decode_object(event.payload["object"])
+    view.plain_pods[pod.meta.key] = pod
+    if event.payload.get("podgroup") is not None:
+        group = codec.decode_object(event.payload["podgroup"])
+        view.podgroups[group.meta.key] = group
+
+
+def _pod_withdrawn(view: View, event: Event) -> None:
+    pod = view.plain_pods.pop(_key(event), None)
+    if pod is None:
+        return
+    key = f"{pod.meta.namespace}/{pod.meta.annotations.get(GROUP_NAME, '')}"
+    group = view.podgroups.get(key)
+    if group is not None and owner_pod(group) == pod.meta.name:
+        del view.podgroups[key]  # its own group goes with it
+
+
 def _pod_created(view: View, event: Event) -> None:
     pod = codec.decode_object(event.payload["object"])
     queue = pod.meta.annotations.get(QUEUE_NAME) or pod.meta.labels.get(QUEUE_NAME) or "default"
@@ -149,6 +190,10 @@ _HANDLERS: Mapping[str, Callable[[View, Event], None]] = {
     "PriorityClassDeleted": _drop("priority_classes"),
     "HyperNodeApplied": _put("hypernodes"),
     "HyperNodeDeleted": _drop("hypernodes"),
+    "PodSubmitted": _pod_submitted,
+    "PodWithdrawn": _pod_withdrawn,
+    "PodGroupSubmitted": _put("podgroups"),
+    "PodGroupWithdrawn": _drop("podgroups"),
     "PodCreated": _pod_created,
     "PodDeletionRequested": _pod_deletion_requested,
     **{name: _pod_phase(True) for name in _ALLOCATING},
@@ -193,7 +238,7 @@ class Plan:
 def stamp(obj: ApiObject, context: ClusterContext, uid: str, now: float) -> ApiObject:
     """A new object gets its identity here (the API server's job in Kubernetes); an existing one keeps
     its own, which `decide` carries over."""
-    if obj.kind not in ("Job", "Queue", "PriorityClass", "HyperNode"):
+    if obj.kind not in ("Job", "Queue", "PriorityClass", "HyperNode", "Pod", "PodGroup"):
         return obj
     if context.existing(obj.kind, obj.meta.namespace, obj.meta.name) is not None:
         return obj
@@ -298,7 +343,14 @@ class AdmissionViewCore:
             "seq": state.seq,
             "objects": [
                 codec.encode_object(obj)
-                for table in (state.jobs, state.queues, state.priority_classes, state.hypernodes)
+                for table in (
+                    state.jobs,
+                    state.queues,
+                    state.priority_classes,
+                    state.hypernodes,
+                    state.plain_pods,
+                    state.podgroups,
+                )
                 for obj in table.values()
             ],
             "pods": state.pods,

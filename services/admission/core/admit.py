@@ -32,6 +32,7 @@ from services.admission.core.podgroup_rules import validate_podgroup
 from services.admission.core.priority_rules import validate_priority_class
 from services.admission.core.queue_hierarchy import validate_queue_hierarchy
 from services.admission.core.queue_rules import validate_queue_spec
+from services.job_controller.core.plain.owner import OWNER, SUBMITTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,8 @@ def admit(obj: ApiObject, context: ClusterContext, document: str, old: ApiObject
         errors += validate_queue_hierarchy(obj, old if isinstance(old, Queue) else None, context, document)
     elif isinstance(obj, PodGroup):
         obj = mutate_podgroup(obj, context)
+        annotations = frozen_map({**obj.meta.annotations, OWNER: SUBMITTED})
+        obj = replace(obj, meta=replace(obj.meta, annotations=annotations))
         errors += validate_podgroup(obj, context, document)
     elif isinstance(obj, Pod):
         errors += validate_pod(obj, context, document)

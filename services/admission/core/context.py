@@ -15,6 +15,8 @@ from contracts.objects import (
     HyperNode,
     Job,
     ObjectMeta,
+    Pod,
+    PodGroup,
     PriorityClass,
     Queue,
 )
@@ -31,14 +33,18 @@ BUILTIN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-cr
 @dataclass(frozen=True, slots=True)
 class ClusterContext:
     """Current queues (already defaulted), priority classes, jobs (by "namespace/name") and hypernodes;
-    `queue_pods` counts the pods a queue has allocated (bound or running), which Volcano reads from the
-    queue's status.allocated; `namespace_queues` is each namespace's default queue (Volcano's namespace
-    annotation scheduling.volcano.sh/queue-name)."""
+    `plain_pods` and `podgroups` are the Pods and PodGroups users submitted without a Job (by
+    "namespace/name"; `podgroups` also holds each plain pod's own group); `queue_pods` counts the pods
+    a queue has allocated (bound or running), which Volcano reads from the queue's status.allocated;
+    `namespace_queues` is each namespace's default queue (Volcano's namespace annotation
+    scheduling.volcano.sh/queue-name)."""
 
     queues: Mapping[str, Queue] = FROZEN_EMPTY
     priority_classes: Mapping[str, PriorityClass] = FROZEN_EMPTY
     jobs: Mapping[str, Job] = FROZEN_EMPTY
     hypernodes: Mapping[str, HyperNode] = FROZEN_EMPTY
+    plain_pods: Mapping[str, Pod] = FROZEN_EMPTY
+    podgroups: Mapping[str, PodGroup] = FROZEN_EMPTY
     queue_pods: Mapping[str, int] = FROZEN_EMPTY
     namespace_queues: Mapping[str, str] = FROZEN_EMPTY
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
@@ -67,8 +73,9 @@ class ClusterContext:
 
     def existing(self, kind: str, namespace: str, name: str) -> ApiObject | None:
         """The current object of a kind admission stores, or None."""
-        if kind == "Job":
-            return self.jobs.get(f"{namespace}/{name}")
+        if kind in ("Job", "Pod", "PodGroup"):
+            namespaced = {"Job": self.jobs, "Pod": self.plain_pods, "PodGroup": self.podgroups}[kind]
+            return namespaced.get(f"{namespace}/{name}")
         table: Mapping[str, ApiObject] | None = {
             "Queue": self.queues,
             "PriorityClass": self.priority_classes,

@@ -1,10 +1,15 @@
 """Admission's decision for one API request: accept (with the defaulted objects and the events that record
 them) or reject (with every error). A pure function of the request and the cluster context.
 
-Operations: create, update, apply (create or update, whichever fits), delete and command. Only kinds that
-admission records in the log are accepted: Job, Queue, PriorityClass and HyperNode specs, and Commands.
-Nodes register themselves through their node agent, and Pods and PodGroups are made by the job-controller
-from Jobs, so the API turns those kinds away.
+Operations: create, update, apply (create or update, whichever fits), delete and command, on the kinds
+admission records in the log: Job, Queue, PriorityClass and HyperNode specs, plain Pods and PodGroups
+(users' own, without a Job: the job-controller creates them, and a plain pod's own PodGroup, from the
+PodSubmitted and PodGroupSubmitted admission writes), and Commands. Nodes register themselves through
+their node agent, so the API turns that kind away.
+
+Plain Pods and PodGroups are immutable, as a Pod's spec is in Kubernetes: applying one unchanged records
+nothing, any change is refused with the fields it touches (delete it and submit it again). A Job's pods
+and PodGroup are the Job's: they cannot be deleted on their own.
 """
 
 from __future__ import annotations
@@ -15,11 +20,27 @@ from typing import Any, NamedTuple
 
 from contracts.codec import encode, encode_object
 from contracts.errors import FieldError
-from contracts.objects import CLUSTER_SCOPED, ApiObject, Command, Job, JobStatus, Queue, QueueStatus
+from contracts.objects import (
+    CLUSTER_SCOPED,
+    ApiObject,
+    Command,
+    Job,
+    JobStatus,
+    Pod,
+    PodGroup,
+    PodGroupStatus,
+    PodStatus,
+    Queue,
+    QueueStatus,
+)
 from services.admission.core.admit import admit, describe, validate_meta
 from services.admission.core.command_rules import target_key, validate_command
 from services.admission.core.context import ClusterContext
+from services.admission.core.immutable import changed_fields
+from services.admission.core.implicit_podgroup import GROUP_NAME
+from services.admission.core.name_claims import claim_errors, job_of_pod
 from services.admission.core.queue_hierarchy import validate_queue_delete
+from services.job_controller.core.plain.owner import owner_pod
 
 CREATE, UPDATE, APPLY, DELETE, COMMAND = "create", "update", "apply", "delete", "command"
 OPERATIONS = (CREATE, UPDATE, APPLY, DELETE, COMMAND)
@@ -30,17 +51,20 @@ APPLIED_EVENTS: Mapping[str, tuple[str, str]] = {
     "Queue": ("QueueApplied", "QueueApplied"),
     "PriorityClass": ("PriorityClassApplied", "PriorityClassApplied"),
     "HyperNode": ("HyperNodeApplied", "HyperNodeApplied"),
+    "Pod": ("PodSubmitted", ""),  # immutable: no update event
+    "PodGroup": ("PodGroupSubmitted", ""),
 }
 DELETED_EVENTS: Mapping[str, str] = {
     "Job": "JobDeleted",
     "Queue": "QueueDeleted",
     "PriorityClass": "PriorityClassDeleted",
     "HyperNode": "HyperNodeDeleted",
+    "Pod": "PodWithdrawn",
+    "PodGroup": "PodGroupWithdrawn",
 }
+IMMUTABLE_KINDS = frozenset({"Pod", "PodGroup"})
 _MADE_ELSEWHERE = {
     "Node": "nodes register themselves through their node agent",
-    "Pod": "pods are created by the job-controller from Jobs; submit a Job",
-    "PodGroup": "PodGroups are created by the job-controller from Jobs; submit a Job",
 }
 
 
@@ -114,9 +138,14 @@ def _write(request: Request, obj: ApiObject, context: ClusterContext) -> Decisio
         return _reject(
             request, [FieldError(document, "metadata.name", f"{obj.kind} {obj.meta.key!r} not found")]
         )
+    if obj.kind in IMMUTABLE_KINDS and old is not None:
+        return _unchanged_or_refused(request, obj, old, context, document)
     admitted = admit(obj, context, document, old)
-    if admitted.errors:
-        return _reject(request, list(admitted.errors))
+    errors = list(admitted.errors) + claim_errors(admitted.object, context, document)
+    if errors:
+        return _reject(request, errors)
+    if isinstance(admitted.object, Pod):
+        return _submit_pod(admitted.object, admitted.podgroup)
     new = _fresh(admitted.object) if old is None else _carry(old, admitted.object)
     if new == old:
         return Decision(True, objects=(new,))  # re-applying an unchanged object records nothing
@@ -130,7 +159,31 @@ def _fresh(obj: ApiObject) -> ApiObject:
         return replace(obj, status=JobStatus())
     if isinstance(obj, Queue):
         return replace(obj, status=QueueStatus(state=obj.status.state))
+    if isinstance(obj, PodGroup):
+        return replace(obj, status=PodGroupStatus())
     return obj
+
+
+def _submit_pod(pod: Pod, podgroup: PodGroup | None) -> Decision:
+    """PodSubmitted carries the pod and the PodGroup it gets of its own (None when it names one)."""
+    pod = replace(pod, status=PodStatus())
+    group = None if podgroup is None else replace(podgroup, status=PodGroupStatus())
+    payload = {"object": encode_object(pod), "podgroup": None if group is None else encode_object(group)}
+    objects = (pod,) if group is None else (pod, group)
+    return Decision(True, objects=objects, events=(Emit("PodSubmitted", pod, payload),))
+
+
+def _unchanged_or_refused(
+    request: Request, obj: ApiObject, old: ApiObject, context: ClusterContext, document: str
+) -> Decision:
+    """Applying a stored Pod or PodGroup again records nothing; changing it is refused. The manifest is
+    compared as admission would have stored it (defaults, its own group's name from the stored uid)."""
+    meta = replace(obj.meta, uid=old.meta.uid, creation_timestamp=old.meta.creation_timestamp)
+    changed = changed_fields(old, admit(replace(obj, meta=meta), context, document).object)  # type: ignore[arg-type]
+    if not changed:
+        return Decision(True, objects=(old,))
+    message = f"a {obj.kind} cannot be changed once submitted; delete it and submit it again"
+    return _reject(request, [FieldError(document, path, message) for path in changed])
 
 
 def _carry(old: ApiObject, new: ApiObject) -> ApiObject:
@@ -154,12 +207,29 @@ def _delete(request: Request, context: ClusterContext) -> Decision:
     if kind == "Queue":
         errors = validate_queue_delete(request.name, context, document)
     elif existing is None:
-        errors = [FieldError(document, "metadata.name", f"{kind} {key!r} not found")]
+        errors = [FieldError(document, "metadata.name", _not_found(kind, namespace, request.name, context))]
+    elif isinstance(existing, PodGroup) and owner_pod(existing) is not None:
+        message = f"PodGroup {key!r} is Pod {owner_pod(existing)!r}'s own; delete the pod"
+        errors = [FieldError(document, "metadata.name", message)]
     else:
         errors = []
     if errors or existing is None:
         return _reject(request, errors)
-    return Decision(True, objects=(existing,), events=(Emit(DELETED_EVENTS[kind], existing, {}),))
+    objects: tuple[ApiObject, ...] = (existing,)
+    if isinstance(existing, Pod):  # its own PodGroup goes with it
+        own = context.podgroups.get(f"{namespace}/{existing.meta.annotations.get(GROUP_NAME, '')}")
+        objects += (own,) if own is not None and owner_pod(own) == existing.meta.name else ()
+    return Decision(True, objects=objects, events=(Emit(DELETED_EVENTS[kind], existing, {}),))
+
+
+def _not_found(kind: str, namespace: str, name: str, context: ClusterContext) -> str:
+    key = f"{namespace}/{name}"
+    job = job_of_pod(namespace, name, context) if kind == "Pod" else None
+    if job is not None:
+        return f"Pod {key!r} is a pod of Job {job.meta.key!r}, which manages it; delete or suspend the Job"
+    if kind == "PodGroup" and key in context.jobs:
+        return f"PodGroup {key!r} is Job {key!r}'s; delete the Job"
+    return f"{kind} {key!r} not found"
 
 
 def _command(request: Request, obj: ApiObject, context: ClusterContext) -> Decision:

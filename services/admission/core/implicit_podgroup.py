@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from contracts.objects import NetworkTopologySpec, ObjectMeta, Pod, PodGroup, frozen_map
 from services.admission.core.context import DEFAULT_QUEUE, DEFAULT_SCHEDULER
+from services.job_controller.core.plain.owner import OWNER, owned_by_pod
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
@@ -45,6 +46,7 @@ def podgroup_for_pod(pod: Pod, scheduler_names: tuple[str, ...] = (DEFAULT_SCHED
         if key in annotations:
             copied[key] = annotations[key]
             break
+    copied[OWNER] = owned_by_pod(pod.meta.name)  # Volcano's owner reference to the pod
     labels = {key: pod.meta.labels[key] for key in (PREEMPTABLE, COOLDOWN_TIME) if key in pod.meta.labels}
     name = podgroup_name(pod)
     return PodGroup(

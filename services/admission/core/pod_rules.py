@@ -44,7 +44,15 @@ def validate_pod(pod: Pod, context: ClusterContext, document: str) -> list[Field
         errors.append(
             FieldError(document, "spec.priorityClassName", f"no PriorityClass with name {name!r} was found")
         )
+    if pod.spec.node_name:
+        # no kubelet takes a pod by its nodeName here: every placement goes through a plan and the binder
+        message = "lahar places every pod through its scheduler; select nodes with nodeSelector or affinity"
+        errors.append(FieldError(document, "spec.nodeName", message))
     if pod.spec.scheduler_name not in context.scheduler_names:
+        # Volcano leaves such a pod to another scheduler; here none would ever place it
+        expected = ", ".join(context.scheduler_names)
+        message = f"no scheduler named {pod.spec.scheduler_name!r} serves this cluster (expected {expected})"
+        errors.append(FieldError(document, "spec.schedulerName", message))
         return errors
     annotations = pod.meta.annotations
     for key in (JDB_MIN_AVAILABLE, JDB_MAX_UNAVAILABLE):

@@ -95,7 +95,8 @@ def test_subject_sequences_track_every_writer_of_guarded_subjects() -> None:
         event(3, "PodCreated", "pod", "train-ps-0", "default", object=pod("train-ps-0", "default")),
     )
     assert view.subject_seq("job", "default", "train") == 2  # the job-controller's write counts too
-    assert view.subject_seq("pod", "default", "train-ps-0") == 0  # pods are not admission's to guard
+    # a plain pod of that name would be admission's to write: its subject is guarded with the others
+    assert view.subject_seq("pod", "default", "train-ps-0") == 3
 
 
 def test_checkpoints_round_trip() -> None:

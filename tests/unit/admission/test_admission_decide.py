@@ -13,8 +13,6 @@ from admission_manifests import (
     hypernode_doc,
     job_doc,
     parse,
-    pod_doc,
-    podgroup_doc,
     priority_class_doc,
     queue_doc,
     task,
@@ -204,15 +202,11 @@ def test_priority_class_and_hypernode_events() -> None:
     assert _paths(_decide("create", hypernode_doc(members=[]), context())) == ["spec.members"]
 
 
-@pytest.mark.parametrize(
-    ("doc", "fragment"),
-    [(pod_doc(), "created by the job-controller"), (podgroup_doc(), "created by the job-controller")],
-    ids=["pod", "podgroup"],
-)
-def test_kinds_admission_does_not_store_are_turned_away(doc: dict[str, Any], fragment: str) -> None:
-    decision = _decide("create", doc, context())
+def test_nodes_are_turned_away() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    decision = _decide("create", node, context())
     assert _paths(decision) == ["kind"]
-    assert fragment in decision.errors[0].message
+    assert "register themselves through their node agent" in decision.errors[0].message
 
 
 @pytest.mark.parametrize(
@@ -242,7 +236,7 @@ def test_delete_applies_the_queue_rules_and_refuses_other_kinds() -> None:
     for name, fragment in (("default", "can not be deleted"), ("eng", "child queues: child")):
         decision = decide(Request("delete", kind="Queue", name=name), ctx)
         assert not decision.accepted and fragment in decision.errors[0].message
-    decision = decide(Request("delete", kind="Pod", name="p"), ctx)
+    decision = decide(Request("delete", kind="Node", name="n1"), ctx)
     assert [e.path for e in decision.errors] == ["kind"]
 
 

@@ -92,6 +92,14 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[tuple[str, str
         [("spec.priorityClassName", "no PriorityClass with name 'urgent'")],
     ),
     ("pod-no-containers", pod_doc(containers=[]), [], [("spec.containers", "at least one container")]),
+    (
+        # Volcano leaves it to another scheduler (its pod rules do not apply); here nobody would place it
+        "pod-other-scheduler",
+        pod_doc(annotations={JDB_MIN: "0"}, schedulerName="default-scheduler"),
+        [],
+        [("spec.schedulerName", "no scheduler named 'default-scheduler' serves this cluster")],
+    ),
+    ("pod-node-name", pod_doc(nodeName="n1"), [], [("spec.nodeName", "through its scheduler")]),
     ("hypernode-no-members", hypernode_doc(members=None), [], [("spec.members", "at least one member")]),
     (
         "hypernode-exact-name-invalid",
@@ -154,8 +162,6 @@ def test_valid_objects_pass() -> None:
     valid = [
         podgroup_doc(networkTopology={"mode": "soft", "highestTierName": "spine"}),
         pod_doc(annotations={JDB_MIN: "50%"}, priorityClassName="low"),
-        # another scheduler's pod: Volcano's pod rules do not apply
-        pod_doc(annotations={JDB_MIN: "0"}, schedulerName="default-scheduler"),
         hypernode_doc(members=[{"type": "Node", "selector": {"regexMatch": {"pattern": r"node-\[a-(b)\]"}}}]),
         hypernode_doc(members=[{"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "1"}}}}]),
         priority_class_doc("high", 1_000_000_000, globalDefault=True),
@@ -262,7 +268,11 @@ def test_plain_pod_gets_its_own_podgroup() -> None:
     assert pg.min_resources == Resources({"cpu": 6000})
     assert pg.queue == "batch"
     assert pg.priority_class_name == "low"
-    assert dict(pg.meta.annotations) == {"volcano.sh/preemptable": "true", JDB_MAX: "1"}
+    assert dict(pg.meta.annotations) == {
+        "volcano.sh/preemptable": "true",
+        JDB_MAX: "1",
+        "owner.lahar.dev/podgroup": "Pod/p",  # stands for Volcano's owner reference
+    }
     assert dict(pg.meta.labels) == {"volcano.sh/cooldown-time": "60s"}
     assert pg.network_topology is not None
     assert (pg.network_topology.mode, pg.network_topology.highest_tier_allowed) == ("soft", 2)
