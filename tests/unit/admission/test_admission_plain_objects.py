@@ -137,7 +137,8 @@ def test_a_job_and_plain_objects_never_share_a_name() -> None:
     ((path, message),) = errors(cluster.delete("Pod", "train-ps-0"))
     assert path == "metadata.name"
     assert message == (
-        "Pod 'default/train-ps-0' is a pod of Job 'default/train', which manages it; delete or suspend the Job"
+        "Pod 'default/train-ps-0' is a pod of Job 'default/train', which manages it; "
+        "delete or suspend the Job"
     )
     assert "is Job 'default/train''s" in errors(cluster.delete("PodGroup", "train"))[0][1]
 
