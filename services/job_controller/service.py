@@ -1,5 +1,6 @@
-"""The job-controller service: its core (services/job_controller/core/) on the event loop, one leader at a
-time (standbys follow the log), writing the read model of Jobs, PodGroups and Pods.
+"""The job-controller service: its core (services/job_controller/core/controller.py: Jobs, and plain Pods
+and PodGroups) on the event loop, one leader at a time (standbys follow the log), writing the read model
+of Jobs, PodGroups and Pods.
 
 Run it with `python -m services.job_controller --nats-url URL --etcd-endpoint HOST:PORT`.
 """
@@ -14,8 +15,8 @@ from collections.abc import Callable
 from opentelemetry.trace import Tracer
 
 from contracts.events import JOB_CONTROLLER
+from services.job_controller.core.controller import ControllerCore, ControllerState
 from services.job_controller.core.phase import FINAL_PHASES
-from services.job_controller.core.projection import Projected, ProjectedCore
 from shared.bus.jetstream import Bus
 from shared.runner import RunnerConfig
 from shared.runner.read_model import ReadModelService
@@ -32,7 +33,7 @@ class JobControllerConfig(RunnerConfig):
     leader_election: bool = True  # a single writer; start more instances as hot standbys
 
 
-class JobControllerService(ReadModelService[Projected]):
+class JobControllerService(ReadModelService[ControllerState]):
     def __init__(
         self,
         bus: Bus,
@@ -43,7 +44,7 @@ class JobControllerService(ReadModelService[Projected]):
         tracer: Tracer | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(ProjectedCore(), bus, etcd, config, registry=registry, tracer=tracer, clock=clock)
+        super().__init__(ControllerCore(), bus, etcd, config, registry=registry, tracer=tracer, clock=clock)
         # Volcano's job phase counters (one series per job), counted once per job as this leader sees it
         # reach the phase; a job found finished when a term starts was counted by an earlier leader.
         labels = ("job_name", "queue_name")

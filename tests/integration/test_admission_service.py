@@ -144,7 +144,8 @@ async def test_apply_appends_the_accepted_events_and_answers_with_each_object(
         (job_yaml(replicas=-1), "replicas"),
         (job_yaml(queue="nowhere"), "nowhere"),
         ("a: &x [1]\nb: *x\n", "aliases"),
-        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n", "submit a Job"),
+        # a plain pod nobody here would schedule (no schedulerName: Kubernetes' default scheduler)
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n", "no scheduler"),
         ("", "holds no object"),
         (b"\xff\xfe\x00junk", "not UTF-8"),
         ("x" * 70_000, "limit is 65536"),

@@ -28,6 +28,7 @@ from services.job_controller.core.expand import (
     TASK_SPEC,
     default_job,
 )
+from services.job_controller.core.plain.owner import is_plain
 from services.job_controller.core.state import (
     Cause,
     JobRecord,
@@ -143,6 +144,8 @@ def _command_issued(state: State, event: Event) -> None:
 
 def _podgroup_created(state: State, event: Event) -> None:
     podgroup = _decode(event, PodGroup)
+    if is_plain(podgroup):
+        return  # a plain pod's own group or a user's (plain/)
     record = _record_or_orphan(state, _key(event), event)
     if record.podgroup is not None:
         return  # one PodGroup per incarnation: a second delivery must not reset its phase
@@ -180,6 +183,8 @@ def _pod_created(state: State, event: Event) -> None:
         raise codec.DecodeError(f"PodCreated: expected a Pod, got a {document.get('kind')}")
     meta = codec.decode(ObjectMeta, document["object"]["meta"])
     annotations = meta.annotations
+    if JOB_NAME not in annotations:
+        return  # a plain pod (plain/)
     record = _record_or_orphan(state, f"{event.namespace}/{annotations[JOB_NAME]}", event)
     # pods written before the generation annotation existed carried it as the job-retry-count
     retry = int(annotations.get(POD_GENERATION, annotations.get(JOB_RETRY_COUNT, "0")))

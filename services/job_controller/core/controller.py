@@ -1,0 +1,80 @@
+"""The job-controller's whole core as its service runs it: the Jobs' core with its read model
+(projection.py) and the plain Pods' and PodGroups' core (plain/core.py), side by side over one log.
+
+Every event goes to both; each acts on its own objects only (a Job's pods carry the job-name annotation,
+the other PodGroups the owner annotation of plain/owner.py), and admission keeps their names apart.
+The read model is one: both mark what they change in the same dirty set, and an object is rendered by
+whichever core has it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from contracts import codec
+from services.job_controller.core.plain.core import PlainCore
+from services.job_controller.core.plain.state import PlainState
+from services.job_controller.core.projection import KINDS, ObjectKey, Projected, ProjectedCore
+from shared.runner_types import Event, Output
+
+CHECKPOINT_VERSION = 1
+
+
+@dataclass(slots=True)
+class ControllerState:
+    jobs: Projected
+    plain: PlainState
+
+
+class ControllerCore:
+    kinds = KINDS
+
+    def __init__(self) -> None:
+        self.jobs = ProjectedCore()
+        self.plain = PlainCore()
+        self.name = self.jobs.name
+
+    def initial(self) -> ControllerState:
+        return ControllerState(self.jobs.initial(), self.plain.initial())
+
+    def apply(self, state: ControllerState, event: Event) -> ControllerState:
+        self.jobs.apply(state.jobs, event)
+        for key in self.plain.apply(state.plain, event):
+            state.jobs.dirty[key] = event.seq
+        return state
+
+    def reconcile(self, state: ControllerState, now: float) -> list[Output]:
+        return self.jobs.reconcile(state.jobs, now) + self.plain.reconcile(state.plain)
+
+    def dirty(self, state: ControllerState) -> dict[ObjectKey, int]:
+        return state.jobs.dirty
+
+    def render(self, state: ControllerState, key: ObjectKey) -> Mapping[str, Any] | None:
+        rendered = self.jobs.render(state.jobs, key)
+        if rendered is not None:
+            return rendered
+        obj = self.plain.render(state.plain, key)
+        return None if obj is None else codec.encode_object(obj)
+
+    def keys(self, state: ControllerState) -> Iterator[ObjectKey]:
+        yield from self.jobs.keys(state.jobs)
+        yield from self.plain.keys(state.plain)
+
+    def dump(self, state: ControllerState) -> bytes:
+        document = {
+            "version": CHECKPOINT_VERSION,
+            "jobs": self.jobs.dump(state.jobs),
+            "plain": self.plain.dump(state.plain),
+        }
+        return msgpack.packb(document, use_bin_type=True)
+
+    def load(self, data: bytes) -> ControllerState:
+        document = msgpack.unpackb(data, raw=False)
+        if not isinstance(document, dict) or document.get("version") != CHECKPOINT_VERSION:
+            # an older layout is only a cache of the log: the loop replays instead
+            raise ValueError("unsupported job-controller checkpoint layout")
+        return ControllerState(self.jobs.load(document["jobs"]), self.plain.load(document["plain"]))

@@ -1,0 +1,305 @@
+"""Fold one event into the plain pods' and PodGroups' state (in place; see state.py).
+
+Pod events are matched to the record's current pod as the job-controller matches a Job's pods: an event
+naming a node other than the one the pod is bound to is about an earlier pod of the same name and is
+ignored. `apply` returns the keys of the read-model objects the event may have changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from contracts import codec
+from contracts.objects import ObjectMeta, Pod, PodGroup, PodGroupCondition
+from services.job_controller.core.expand import JOB_NAME
+from services.job_controller.core.plain.owner import is_plain, owner_pod
+from services.job_controller.core.plain.state import (
+    PlainGroup,
+    PlainPod,
+    PlainState,
+    drop_pod,
+    own_group,
+    put_pod,
+)
+from services.job_controller.core.state import Cause
+from shared.runner_types import Event
+
+ObjectKey = tuple[str, str | None, str]  # read-model kind, namespace, name
+
+
+def apply(state: PlainState, event: Event) -> list[ObjectKey]:
+    handler = _HANDLERS.get(event.type)
+    if handler is None:
+        return []
+    key = f"{event.namespace}/{event.name}"
+    if event.kind == "pod":
+        record = state.pods.get(key)
+        before = record.group_key if record is not None else None
+        handler(state, event, key)
+        after = state.pods.get(key)
+        groups = {g for g in (before, after.group_key if after is not None else None) if g}
+        touched = record is not None or after is not None
+        return [_pod_key(key), *map(_group_key, groups)] if touched else []
+    group = state.groups.get(key)
+    handler(state, event, key)
+    group = group or state.groups.get(key)
+    if group is None:
+        return []
+    # a pod's own group taking its pod along
+    owner = [] if group.owner is None else [_pod_key(f"{group.podgroup.meta.namespace}/{group.owner}")]
+    return [_group_key(key), *owner]
+
+
+def _pod_key(key: str) -> ObjectKey:
+    namespace, _, name = key.partition("/")
+    return ("pod", namespace, name)
+
+
+def _group_key(key: str) -> ObjectKey:
+    namespace, _, name = key.partition("/")
+    return ("podgroup", namespace, name)
+
+
+def _cause(event: Event) -> Cause:
+    return (event.seq, event.id)
+
+
+def _decode(document: Any, cls: type) -> Any:
+    obj = codec.decode_object(document)
+    if not isinstance(obj, cls):
+        raise codec.DecodeError(f"expected a {cls.__name__}, got a {obj.kind}")
+    return obj
+
+
+# --- admission's events ----------------------------------------------------------------------------
+
+
+def _pod_submitted(state: PlainState, event: Event, key: str) -> None:
+    pod = _decode(event.payload["object"], Pod)
+    document = event.payload.get("podgroup")
+    group = None if document is None else _decode(document, PodGroup)
+    record = state.pods.get(key)
+    if record is None:
+        _start_pod(state, pod, group, _cause(event))
+    elif record.withdrawn is not None:
+        record.successor = (pod, group, _cause(event))  # starts once the previous one is removed
+    # else: a second submission of a live pod (admission guards against it): the first one stands
+
+
+def _start_pod(state: PlainState, pod: Pod, group: PodGroup | None, cause: Cause) -> None:
+    record = PlainPod(pod, cause)
+    put_pod(state, record)
+    if group is not None and group.meta.key not in state.groups:
+        state.groups[group.meta.key] = PlainGroup(group, cause, owner=pod.meta.name)
+
+
+def _pod_withdrawn(state: PlainState, event: Event, key: str) -> None:
+    record = state.pods.get(key)
+    if record is None:
+        return
+    if record.successor is not None:
+        record.successor = None  # the resubmission is withdrawn before it started
+    elif record.withdrawn is None:
+        record.withdrawn = _cause(event)
+    forget_if_done(state, record)
+
+
+def _podgroup_submitted(state: PlainState, event: Event, key: str) -> None:
+    group = _decode(event.payload["object"], PodGroup)
+    record = state.groups.get(key)
+    if record is None:
+        state.groups[key] = PlainGroup(group, _cause(event))
+    elif record.withdrawn is not None:
+        record.successor = (group, _cause(event))
+
+
+def _podgroup_withdrawn(state: PlainState, event: Event, key: str) -> None:
+    record = state.groups.get(key)
+    if record is None or record.owner is not None:
+        return  # a pod's own group goes with its pod
+    if record.successor is not None:
+        record.successor = None
+    elif record.withdrawn is None:
+        record.withdrawn = _cause(event)
+    _forget_group_if_done(state, record)
+
+
+# --- the job-controller's own events ---------------------------------------------------------------
+
+
+def _podgroup_created(state: PlainState, event: Event, key: str) -> None:
+    group = _decode(event.payload["object"], PodGroup)
+    if not is_plain(group):
+        return  # a Job's
+    record = state.groups.get(key)
+    if record is None:
+        # an orphan: created after its record was forgotten; reconcile deletes it
+        record = state.groups[key] = PlainGroup(group, _cause(event), owner=owner_pod(group))
+        record.withdrawn = _cause(event)
+    record.created = True
+
+
+def _podgroup_status_changed(state: PlainState, event: Event, key: str) -> None:
+    record = state.groups.get(key)
+    if record is not None and record.exists:
+        record.phase = event.payload["phase"]
+        record.conditions = tuple(codec.decode(PodGroupCondition, c) for c in event.payload["conditions"])
+
+
+def _podgroup_deleted(state: PlainState, event: Event, key: str) -> None:
+    record = state.groups.get(key)
+    if record is None or not record.created:
+        return
+    record.deleted = True
+    _forget_group_if_done(state, record)
+    if record.owner is not None:
+        owner = state.pods.get(f"{record.podgroup.meta.namespace}/{record.owner}")
+        if owner is not None:
+            forget_if_done(state, owner)
+
+
+def _pod_created(state: PlainState, event: Event, key: str) -> None:
+    document = event.payload["object"]
+    meta = codec.decode(ObjectMeta, document["object"]["meta"])
+    if JOB_NAME in meta.annotations:
+        return  # a Job's pod
+    record = state.pods.get(key)
+    if record is None or record.pod.meta.uid != meta.uid:
+        if record is not None:
+            return  # a late creation of an earlier incarnation: the current record's own PodCreated rules
+        # an orphan: created after its record was forgotten; reconcile stops it
+        record = PlainPod(_decode(document, Pod), _cause(event))
+        record.withdrawn = _cause(event)
+        put_pod(state, record)
+    record.created = True
+
+
+def _pod_event(change: Callable[[PlainPod, Event], bool]) -> Callable[[PlainState, Event, str], None]:
+    def handle(state: PlainState, event: Event, key: str) -> None:
+        record = state.pods.get(key)
+        if record is None or not record.created:
+            return
+        uid = event.payload.get("uid")
+        if (uid is None or uid == record.pod.meta.uid) and change(record, event):
+            forget_if_done(state, record)
+
+    return handle
+
+
+def _on_node(record: PlainPod, event: Event) -> bool:
+    return bool(record.node) and event.payload.get("node") == record.node
+
+
+def _bound(record: PlainPod, event: Event) -> bool:
+    if record.ended:
+        return False
+    record.node = event.payload["node"]
+    return True
+
+
+def _evicting(record: PlainPod, event: Event) -> bool:
+    if not _on_node(record, event) or record.ended:
+        return False
+    record.evicting = True
+    if record.deletion_time is None:
+        record.deletion_time = event.time
+    return True
+
+
+def _running(record: PlainPod, event: Event) -> bool:
+    if not _on_node(record, event) or record.phase != "Pending" or record.ended:
+        return False
+    record.phase = "Running"
+    record.details = replace(record.details, start_time=event.time)
+    return True
+
+
+def _finished(phase: str) -> Callable[[PlainPod, Event], bool]:
+    def change(record: PlainPod, event: Event) -> bool:
+        if not _on_node(record, event) or record.finished or record.ended:
+            return False
+        record.phase = phase
+        payload = event.payload
+        record.details = replace(
+            record.details,
+            exit_code=payload.get("exit_code"),
+            reason=payload.get("reason", ""),
+            message=payload.get("message", ""),
+        )
+        return True
+
+    return change
+
+
+def _ended(reason_of: Callable[[Event], str]) -> Callable[[PlainPod, Event], bool]:
+    """Stopped or lost on its node: a pod no controller creates again ends Failed (Kubernetes' evicted
+    bare pod), unless it finished before."""
+
+    def change(record: PlainPod, event: Event) -> bool:
+        if not _on_node(record, event) or record.ended:
+            return False
+        record.ended = True
+        if not record.finished:
+            record.phase = "Failed"
+            record.details = replace(record.details, reason=reason_of(event))
+        return True
+
+    return change
+
+
+def _deletion_requested(record: PlainPod, event: Event) -> bool:
+    record.deletion_node = event.payload.get("node", record.node)
+    if record.deletion_time is None:
+        record.deletion_time = event.time
+    return True
+
+
+# --- record lifetime -------------------------------------------------------------------------------
+
+
+def forget_if_done(state: PlainState, record: PlainPod) -> None:
+    """Drop a withdrawn pod once nothing of it is left, then start its successor if any."""
+    if record.withdrawn is None or (record.created and not record.gone):
+        return
+    group = own_group(state, record)
+    if group is not None and group.created and not group.deleted:
+        return  # reconcile deletes it first
+    if state.pods.get(record.key) is not record:
+        return
+    drop_pod(state, record)
+    if group is not None:
+        state.groups.pop(group.key, None)
+    if record.successor is not None:
+        pod, podgroup, cause = record.successor
+        _start_pod(state, pod, podgroup, cause)
+
+
+def _forget_group_if_done(state: PlainState, record: PlainGroup) -> None:
+    if record.owner is not None or record.withdrawn is None or (record.created and not record.deleted):
+        return
+    del state.groups[record.key]
+    if record.successor is not None:
+        group, cause = record.successor
+        state.groups[record.key] = PlainGroup(group, cause)
+
+
+_HANDLERS: Mapping[str, Callable[[PlainState, Event, str], None]] = {
+    "PodSubmitted": _pod_submitted,
+    "PodWithdrawn": _pod_withdrawn,
+    "PodGroupSubmitted": _podgroup_submitted,
+    "PodGroupWithdrawn": _podgroup_withdrawn,
+    "PodGroupCreated": _podgroup_created,
+    "PodGroupStatusChanged": _podgroup_status_changed,
+    "PodGroupDeleted": _podgroup_deleted,
+    "PodCreated": _pod_created,
+    "PodDeletionRequested": _pod_event(_deletion_requested),
+    "PodBound": _pod_event(_bound),
+    "PodEvicting": _pod_event(_evicting),
+    "PodRunning": _pod_event(_running),
+    "PodSucceeded": _pod_event(_finished("Succeeded")),
+    "PodFailed": _pod_event(_finished("Failed")),
+    "PodTerminated": _pod_event(_ended(lambda e: e.payload.get("reason", "") or "Terminated")),
+    "PodLost": _pod_event(_ended(lambda e: "NodeLost")),
+}
