@@ -30,8 +30,9 @@ from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, encode_token, event_filter, parse_event_subject
 from shared.client_reads import (
     API_KINDS,
-    FINAL_JOB_PHASES,
+    DELETED,
     NAMESPACED,
+    WAITABLE,
     Answer,
     HistoryEntry,
     RawEvent,
@@ -213,25 +214,43 @@ class LaharClient:
     ) -> WaitResult:
         """Wait until the job is in `phase` (reached), in another final phase or deleted (not reached),
         or timeout_s passes (timed_out). on_change sees each new state of the job."""
-        key = self.reads.key("job", namespace, name)
-        last: Job | None = None
+        return await self.wait_for(
+            "job", name, namespace, phase=phase, timeout_s=timeout_s, on_change=on_change
+        )
+
+    async def wait_for(
+        self,
+        kind: str,
+        name: str,
+        namespace: str = "default",
+        *,
+        phase: str,
+        timeout_s: float = 60.0,
+        on_change: Callable[[Any], None] | None = None,
+    ) -> WaitResult:
+        """Wait until a job or pod is in `phase` (reached), in another final phase or deleted (not
+        reached), or timeout_s passes (timed_out). The phase "Deleted" waits for the object to be gone
+        (reached at once when it is not there). on_change sees each new state of the object."""
+        phase_of, final = WAITABLE[kind]
+        key = self.reads.key(kind, namespace, name)
+        last: Any = None
         deadline = time.monotonic() + timeout_s
 
-        def settle(job: Job | None) -> WaitResult | None:
+        def settle(obj: Any) -> WaitResult | None:
             nonlocal last
-            if job is None:
-                return WaitResult(False, "Deleted", last) if last is not None else None
-            if on_change is not None and job != last:
-                on_change(job)
-            last = job
-            current = job.status.state.phase
+            if obj is None:
+                gone = last is not None or phase == DELETED
+                return WaitResult(phase == DELETED, DELETED, last) if gone else None
+            if on_change is not None and obj != last:
+                on_change(obj)
+            last = obj
+            current = phase_of(obj)
             if current == phase:
-                return WaitResult(True, current, job)
-            return WaitResult(False, current, job) if current in FINAL_JOB_PHASES else None
+                return WaitResult(True, current, obj)
+            return WaitResult(False, current, obj) if current in final and phase != DELETED else None
 
         revision = await self.etcd.revision()
-        found = await self.get("job", name, namespace)
-        result = settle(found if isinstance(found, Job) else None)
+        result = settle(await self.get(kind, name, namespace))
         if result is not None:
             return result
         changes = self.etcd.watch_prefix(key, start_revision=revision + 1)
@@ -245,14 +264,13 @@ class LaharClient:
                 except TimeoutError:
                     break
                 if change.key != key:
-                    continue  # another job whose name starts with this one's
-                obj = changed_object("job", change.kind, change.value) if change.value else None
-                result = settle(obj if isinstance(obj, Job) else None)
+                    continue  # another object whose name starts with this one's
+                result = settle(changed_object(kind, change.kind, change.value) if change.value else None)
                 if result is not None:
                     return result
         finally:
             await changes.aclose()
-        return WaitResult(False, last.status.state.phase if last else "", last, timed_out=True)
+        return WaitResult(False, phase_of(last) if last is not None else "", last, timed_out=True)
 
     # --- history (event log) and logs (node agents) -----------------------------------------------
 

@@ -8,14 +8,14 @@ Read-model keys use the event subject kinds (`job`, `podgroup`, `pod`, `queue`, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
 
 from contracts import codec
-from contracts.objects import ApiObject, Job
+from contracts.objects import ApiObject
 
 # read-model kind -> API kind
 API_KINDS: Mapping[str, str] = {
@@ -195,12 +195,22 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class WaitResult:
-    """reached: the job got to the wanted phase. phase: where it stopped ("" never seen, "Deleted")."""
+    """reached: the job or pod got to the wanted phase. phase: where it stopped ("" never seen,
+    "Deleted"). object: its last state seen."""
 
     reached: bool
     phase: str
-    job: Job | None
+    object: ApiObject | None
     timed_out: bool = False
+
+
+FINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+DELETED = "Deleted"  # the phase `wait_for` reports for an object that is gone
+# what `wait_for` can wait for: kind -> (the object's phase, the phases it does not leave)
+WAITABLE: Mapping[str, tuple[Callable[[Any], str], frozenset[str]]] = {
+    "job": (lambda job: job.status.state.phase, FINAL_JOB_PHASES),
+    "pod": (lambda pod: pod.status.phase, FINAL_POD_PHASES),
+}
 
 
 def changed_object(kind: str, change: str, value: bytes) -> ApiObject | None:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from contracts.codec import DecodeError
-from contracts.objects import Job
+from contracts.objects import Job, Pod
 from contracts.parse import duration_seconds
 from services.cli import output
 from services.cli.stack.layout import StackState, lahar_home, process_alive
@@ -115,11 +115,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     delete.set_defaults(handler=run_delete)
 
-    wait = command(sub, "wait", "wait for a job to reach a phase (progress on stderr)")
-    wait.add_argument("kind", choices=("job", "jobs", "vcjob"), metavar="job")
+    wait = command(sub, "wait", "wait for a job or pod to reach a phase (progress on stderr)")
+    wait.add_argument("kind", choices=(*WAIT_KINDS,), metavar="job|pod")
     wait.add_argument("name", metavar="NAME")
     wait.add_argument("-n", "--namespace", default="default")
-    wait.add_argument("--for", dest="phase", default="Completed", help="the phase (default Completed)")
+    wait.add_argument(
+        "--for",
+        dest="phase",
+        default=WAIT_DEFAULT,
+        help="the phase, or Deleted (default: Completed for a job, Succeeded for a pod)",
+    )
     wait.add_argument("--timeout", default="60s", help="a duration such as 90s or 5m (default 60s)")
     wait.add_argument("-o", "--output", choices=("text", "json"), default="text")
     wait.set_defaults(handler=run_wait)
@@ -206,10 +211,19 @@ def run_get(args: argparse.Namespace) -> int:
     return run(args, body)
 
 
-def _progress(job: Job) -> None:
-    s = job.status
+WAIT_DEFAULT = "default"
+# `lahar wait KIND`: the kinds it waits for, by the names it accepts
+WAIT_KINDS = {"job": "job", "jobs": "job", "vcjob": "job", "pod": "pod", "pods": "pod", "po": "pod"}
+
+
+def _progress(obj: Job | Pod) -> None:
+    if isinstance(obj, Pod):
+        where = f" on {obj.spec.node_name}" if obj.spec.node_name else ""
+        print(f"pod {obj.meta.key}: {obj.status.phase}{where}", file=sys.stderr, flush=True)
+        return
+    s = obj.status
     counts = f"pending {s.pending}, running {s.running}, succeeded {s.succeeded}, failed {s.failed}"
-    print(f"job {job.meta.key}: {s.state.phase} ({counts})", file=sys.stderr, flush=True)
+    print(f"job {obj.meta.key}: {s.state.phase} ({counts})", file=sys.stderr, flush=True)
 
 
 def seconds(text: str) -> float:
@@ -227,14 +241,16 @@ def run_wait(args: argparse.Namespace) -> int:
         print(f"lahar wait: --timeout: {exc}", file=sys.stderr)
         return output.EXIT_USAGE
     phase = args.phase.removeprefix("phase=").removeprefix("jsonpath={.status.state.phase}=")
+    phase = phase.removeprefix("jsonpath={.status.phase}=")
+    kind = WAIT_KINDS[args.kind]
+    what = f"{kind} {args.namespace}/{args.name}"
+    if args.phase == WAIT_DEFAULT:
+        phase = "Completed" if kind == "job" else "Succeeded"
 
     async def body(client: LaharClient) -> int:
-        print(
-            f"waiting up to {args.timeout} for job {args.namespace}/{args.name} to be {phase}",
-            file=sys.stderr,
-        )
-        result = await client.wait_job(
-            args.name, args.namespace, phase=phase, timeout_s=timeout_s, on_change=_progress
+        print(f"waiting up to {args.timeout} for {what} to be {phase}", file=sys.stderr)
+        result = await client.wait_for(
+            kind, args.name, args.namespace, phase=phase, timeout_s=timeout_s, on_change=_progress
         )
         if args.output == "json":
             print(
@@ -245,10 +261,10 @@ def run_wait(args: argparse.Namespace) -> int:
             print(f"timed out after {args.timeout} waiting for {phase}: {seen}", file=sys.stderr)
             return output.EXIT_TIMEOUT
         if not result.reached:
-            print(f"job {args.namespace}/{args.name} ended {result.phase}, not {phase}", file=sys.stderr)
+            print(f"{what} ended {result.phase}, not {phase}", file=sys.stderr)
             return output.EXIT_REFUSED
         if args.output != "json":
-            print(f"job {args.namespace}/{args.name} {phase}")
+            print(f"{what} {phase}")
         return output.EXIT_OK
 
     return run(args, body)

@@ -35,6 +35,7 @@ INVALID_PATHS = {
     "job-volumes.yaml": "spec.volumes[1].mountPath",
     "min-available.yaml": "spec.minAvailable",
     "pod-disruption-budget.yaml": "metadata.annotations[volcano.sh/jdb-max-unavailable]",
+    "pod-unschedulable-here.yaml": "spec.schedulerName",
     "podgroup.yaml": "spec.subGroupPolicy[0].networkTopology.highestTierName",
     "policy-exit-code.yaml": "spec.tasks[0].policies[0].exitCode",
     "priority-class.yaml": "value",
@@ -65,6 +66,7 @@ def test_the_examples_are_all_there() -> None:
         "examples",
         "gang-experiment",
         "lifecycle",
+        "plain-pods",
         "queues",
         "topology",
     }

@@ -115,8 +115,9 @@ def test_a_finished_plain_pod_stays_visible_and_its_own_group_goes() -> None:
     running = controller.rendered("pod", "default/p")
     assert (running.status.phase, running.spec.node_name, running.status.start_time) == ("Running", "n1", 7.0)
     assert controller.rendered("podgroup", "default/podgroup-uid-p").status.running == 1
-    controller.fold("PodSucceeded", "default/p", {"node": "n1", "exit_code": 0})
+    succeeded = controller.fold("PodSucceeded", "default/p", {"node": "n1", "exit_code": 0})
     assert controller.settle() == [("PodGroupDeleted", "default/podgroup-uid-p")]
+    assert controller.output("PodGroupDeleted").causation_id == succeeded.id
     done = controller.rendered("pod", "default/p")
     assert (done.status.phase, done.status.exit_code) == ("Succeeded", 0)
     assert controller.rendered("podgroup", "default/podgroup-uid-p") is None

@@ -116,6 +116,7 @@ def _pod_to_plain(r: PlainPod) -> dict[str, Any]:
         "deletion_node": r.deletion_node,
         "deletion_time": r.deletion_time,
         "ended": r.ended,
+        "done_cause": None if r.done_cause is None else list(r.done_cause),
         "details": codec.encode(r.details),
         "withdrawn": None if r.withdrawn is None else list(r.withdrawn),
         "successor": None
@@ -140,6 +141,7 @@ def _pod_from_plain(d: dict[str, Any]) -> PlainPod:
         deletion_node=d["deletion_node"],
         deletion_time=d["deletion_time"],
         ended=d["ended"],
+        done_cause=None if d["done_cause"] is None else _cause(d["done_cause"]),
         details=codec.decode(PodStatus, d["details"]),
         withdrawn=None if d["withdrawn"] is None else _cause(d["withdrawn"]),
         successor=None

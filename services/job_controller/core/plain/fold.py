@@ -183,6 +183,8 @@ def _pod_event(change: Callable[[PlainPod, Event], bool]) -> Callable[[PlainStat
             return
         uid = event.payload.get("uid")
         if (uid is None or uid == record.pod.meta.uid) and change(record, event):
+            if record.done and record.done_cause is None:
+                record.done_cause = (event.seq, event.id)
             forget_if_done(state, record)
 
     return handle

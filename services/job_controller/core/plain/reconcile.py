@@ -58,7 +58,7 @@ def _wanted(state: PlainState, group: PlainGroup) -> bool:
 
 def _owner_end(state: PlainState, group: PlainGroup) -> tuple[int, str] | None:
     pod = state.pods.get(f"{group.podgroup.meta.namespace}/{group.owner}") if group.owner else None
-    return None if pod is None else (pod.withdrawn or pod.cause)
+    return None if pod is None else (pod.withdrawn or pod.done_cause or pod.cause)
 
 
 def _pod_outputs(state: PlainState, record: PlainPod) -> list[Output]:

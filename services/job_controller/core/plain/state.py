@@ -29,6 +29,7 @@ class PlainPod:
     deletion_node: str | None = None  # the node named by the last PodDeletionRequested; None: not asked
     deletion_time: float | None = None
     ended: bool = False  # PodTerminated or PodLost
+    done_cause: Cause | None = None  # the event that made it done (finished, stopped or lost)
     details: PodStatus = field(default_factory=PodStatus)  # reason, message, exit code, start time
     withdrawn: Cause | None = None
     successor: tuple[Pod, PodGroup | None, Cause] | None = None  # submitted again while being removed
