@@ -17,6 +17,7 @@ from contracts.errors import FieldError
 from contracts.objects import ApiObject
 from contracts.parse import parse_documents
 from services.admission.core.admit import admit, context_from_objects
+from services.admission.core.name_claims import claim_errors
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -54,7 +55,10 @@ def validate_files(paths: Sequence[str]) -> tuple[int, list[FieldError]]:
     loaded, errors = load(paths)
     context = context_from_objects(obj for _, obj in loaded)
     for document, obj in loaded:
-        errors.extend(admit(obj, context, document).errors)
+        admitted = admit(obj, context, document)
+        errors.extend(admitted.errors)
+        # names a Job and a plain object share (plain objects are checked as admission would store them)
+        errors.extend(claim_errors(admitted.object, context, document))
     return len(loaded), errors
 
 

@@ -108,6 +108,8 @@ def context_from_objects(
     classes: dict[str, PriorityClass] = {}
     jobs: dict[str, Job] = {}
     hypernodes: dict[str, HyperNode] = {}
+    pods: dict[str, Pod] = {}
+    podgroups: dict[str, PodGroup] = {}
     for obj in objects:
         if isinstance(obj, Queue):
             queues[obj.meta.name] = mutate_queue(obj)
@@ -117,10 +119,16 @@ def context_from_objects(
             jobs[obj.meta.key] = obj
         elif isinstance(obj, HyperNode):
             hypernodes[obj.meta.name] = obj
+        elif isinstance(obj, Pod):
+            pods[obj.meta.key] = obj
+        elif isinstance(obj, PodGroup):
+            podgroups[obj.meta.key] = obj
     return ClusterContext(
         queues=frozen_map(queues),
         priority_classes=frozen_map(classes),
         jobs=frozen_map(jobs),
         hypernodes=frozen_map(hypernodes),
+        plain_pods=frozen_map(pods),
+        podgroups=frozen_map(podgroups),
         scheduler_names=scheduler_names,
     )

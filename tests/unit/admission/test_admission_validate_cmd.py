@@ -187,3 +187,25 @@ def test_document_names_follow_the_parser() -> None:
     )
     assert document_name("a.yaml", 1, {"kind": "Job"}) == "a.yaml#1 (Job)"
     assert document_name("a.yaml", 1, [1]) == "a.yaml#1"
+
+
+POD = textwrap.dedent("""\
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: %s}
+    spec: {schedulerName: volcano, containers: [{name: c, image: busybox}]}
+    """)
+
+
+def test_a_plain_pod_may_not_take_the_name_of_a_jobs_pod(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = write(tmp_path, "job.yaml", QUEUE + "---\n" + JOB % 2)
+    taken = write(tmp_path, "pod.yaml", POD % "train-worker-1")
+    code, report = json_report(capsys, *files(job, taken))
+    assert code == 1
+    assert [(e["document"], e["path"]) for e in report["errors"]] == [
+        (f"{job}#2 (Job default/train)", "spec.tasks[0].replicas"),
+        (f"{taken}#1 (Pod default/train-worker-1)", "metadata.name"),
+    ]
+    assert run(*files(job, write(tmp_path, "free.yaml", POD % "train-worker-2"))) == 0
