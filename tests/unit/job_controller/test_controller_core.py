@@ -7,13 +7,13 @@ A miniature log stands in for the runner: events land in order with increasing s
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.core_log import CoreLog
 
 from contracts import codec
 from contracts.objects import (
@@ -47,47 +47,17 @@ def job(*tasks: TaskSpec, name: str = "train", **fields: Any) -> Job:
     return Job(meta=meta, tasks=tasks or (task("ps", 1), task("worker", 2)), **fields)
 
 
-class Log:
+class Log(CoreLog):
     """Events in log order, folded into the core's state as they land."""
 
+    add = CoreLog.append
+
     def __init__(self) -> None:
-        self.core = JobControllerCore()
-        self.state = self.core.initial()
-        self.events: list[Event] = []
-
-    def add(
-        self, type: str, kind: str, namespace: str | None, name: str, payload: Any = None, *, id: str = ""
-    ) -> Event:
-        seq = len(self.events) + 1
-        event = Event(
-            seq=seq,
-            type=type,
-            kind=kind,
-            namespace=namespace,
-            name=name,
-            payload=payload or {},
-            id=id or str(uuid.UUID(int=seq)),
-            time=float(seq),
-            correlation_id="test",
-        )
-        self.events.append(event)
-        self.state = self.core.apply(self.state, event)
-        return event
-
-    def publish(self, outputs: Iterable[Output]) -> None:
-        for o in outputs:
-            self.add(o.type, o.kind, o.namespace, o.name, dict(o.payload), id=o.id)
+        super().__init__(JobControllerCore())
 
     def settle(self, now: float = 100.0) -> list[Output]:
         """Reconcile and publish until reconcile has nothing more to write; everything written."""
-        written: list[Output] = []
-        for _ in range(10):
-            outputs = self.core.reconcile(self.state, now)
-            if not outputs:
-                return written
-            written.extend(outputs)
-            self.publish(outputs)
-        raise AssertionError("reconcile does not converge")
+        return super().settle(now, rounds=10)
 
     # --- what the other services write ---
 

@@ -8,13 +8,13 @@ reconciles at that time. test_policies.py shares these helpers.
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.core_log import CoreLog
 
 from contracts import codec
 from contracts.objects import (
@@ -83,12 +83,9 @@ def pod_names(j: Job) -> list[str]:
 # --- the log -----------------------------------------------------------------------------------------
 
 
-class Log:
+class Log(CoreLog):
     def __init__(self) -> None:
-        self.core = JobControllerCore()
-        self.state = self.core.initial()
-        self.events: list[Event] = []
-        self.now = 10.0
+        super().__init__(JobControllerCore(), now=10.0)
 
     def add(
         self,
@@ -100,37 +97,13 @@ class Log:
         namespace: str | None = NS,
         id: str = "",
     ) -> Event:
-        seq = len(self.events) + 1
-        event = Event(
-            seq=seq,
-            type=type,
-            kind=kind,
-            namespace=namespace,
-            name=name,
-            payload=payload or {},
-            id=id or str(uuid.UUID(int=seq)),
-            time=self.now,
-            correlation_id="test",
-        )
-        self.events.append(event)
-        self.state = self.core.apply(self.state, event)
-        return event
+        return self.append(type, kind, namespace, name, payload, id=id)
 
-    def publish(self, outputs: Iterable[Output]) -> None:
-        for o in outputs:
-            self.add(o.type, o.kind, o.name, dict(o.payload), namespace=o.namespace, id=o.id)
-
-    def settle(self, now: float | None = None) -> list[Output]:
+    def settle(self, now: float | None = None) -> list[Output]:  # type: ignore[override]
         """Reconcile at `now` (and move the clock there) and write back until nothing is left to write."""
         self.now = self.now if now is None else now
-        written: list[Output] = []
-        for _ in range(12):
-            outputs = self.core.reconcile(self.state, self.now)
-            if not outputs:
-                return written
-            written.extend(outputs)
-            self.publish(outputs)
-        raise AssertionError("reconcile does not converge")
+        assert self.now is not None
+        return super().settle(self.now)
 
     # --- what the other services write ---
 

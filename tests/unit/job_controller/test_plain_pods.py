@@ -7,11 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from support.events import EventLog
+from support.core_log import CoreLog
 
 from contracts.codec import decode_object, encode_object
+from contracts.events import EVENT_TYPES
 from contracts.objects import Container, ObjectMeta, Pod, PodGroup, PodSpec, frozen_map
-from services.job_controller.core.controller import ControllerCore, ControllerState
+from services.job_controller.core.controller import ControllerCore
 from shared.runner_types import Event, Output
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -44,39 +45,28 @@ def users_group(name: str, queue: str = "research") -> PodGroup:
     )
 
 
-class Controller:
-    """The core over an in-memory log: `settle` reconciles and folds the outputs back until quiet."""
+class Controller(CoreLog):
+    """The core over an in-memory log; `settle` reconciles and folds the outputs back until quiet."""
 
     def __init__(self) -> None:
-        self.core = ControllerCore()
-        self.state: ControllerState = self.core.initial()
-        self.log = EventLog()
+        super().__init__(ControllerCore(), now=0.0)
         self.written: list[Output] = []
 
     def fold(self, type: str, key: str, payload: dict[str, Any] | None = None, at: float = 0.0) -> Event:
-        event = self.log.event(type, key, payload, at=at)
-        self.state = self.core.apply(self.state, event)
-        return event
+        self.now = at
+        namespace, _, name = key.partition("/")
+        return self.append(type, EVENT_TYPES[type].subject_kind, namespace, name, payload)
 
     def submit(self, pod: Pod, group: PodGroup | None = None) -> Event:
         payload = {"object": encode_object(pod), "podgroup": None if group is None else encode_object(group)}
         return self.fold("PodSubmitted", pod.meta.key, payload)
 
-    def settle(self) -> list[tuple[str, str]]:
+    def settle(self, now: float = 100.0) -> list[tuple[str, str]]:  # type: ignore[override]
         """(type, key) of everything written until reconcile has nothing left to say."""
-        written = []
-        for _ in range(20):
-            outputs = self.core.reconcile(self.state, 100.0)
-            if not outputs:
-                return written
-            for output in outputs:
-                self.written.append(output)
-                written.append((output.type, f"{output.namespace}/{output.name}"))
-                event = self.log.event(
-                    output.type, f"{output.namespace}/{output.name}", dict(output.payload), id=output.id
-                )
-                self.state = self.core.apply(self.state, event)
-        raise AssertionError(f"reconcile never settled: {written[-6:]}")
+        self.now = 0.0
+        outputs = super().settle(now)
+        self.written.extend(outputs)
+        return [(o.type, f"{o.namespace}/{o.name}") for o in outputs]
 
     def output(self, type: str) -> Output:
         return [o for o in self.written if o.type == type][-1]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
-from typing import Any
 
 import msgpack
 import pytest
+from support.core_log import CoreLog
 
 from contracts import codec
 from contracts.objects import ObjectMeta, PodGroup, PodGroupStatus, Queue
@@ -16,37 +15,18 @@ from services.queue_controller.core.machine import after_action, after_sync
 from shared.runner_types import Event, Output
 
 
-class Log:
+class Log(CoreLog):
     """Events in log order, folded into the core's state as they land (the runner's part)."""
 
-    def __init__(self) -> None:
-        self.core = QueueControllerCore()
-        self.state = self.core.initial()
-        self.events: list[Event] = []
+    add = CoreLog.append
 
-    def add(
-        self, type: str, kind: str, namespace: str | None, name: str, payload: Any = None, *, id: str = ""
-    ) -> Event:
-        seq = len(self.events) + 1
-        event = Event(
-            seq=seq,
-            type=type,
-            kind=kind,
-            namespace=namespace,
-            name=name,
-            payload=payload or {},
-            id=id or str(uuid.UUID(int=seq)),
-            time=float(seq),
-            correlation_id="test",
-        )
-        self.events.append(event)
-        self.state = self.core.apply(self.state, event)
-        return event
+    def __init__(self) -> None:
+        super().__init__(QueueControllerCore())
 
     def settle(self) -> list[Output]:
+        """One round of reconcile says everything."""
         outputs = self.core.reconcile(self.state, 0.0)
-        for o in outputs:
-            self.add(o.type, o.kind, o.namespace, o.name, dict(o.payload), id=o.id)
+        self.publish(outputs)
         assert self.core.reconcile(self.state, 0.0) == []
         return outputs
 
