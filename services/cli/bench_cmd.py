@@ -1,12 +1,16 @@
-"""`lahar bench core`: the scheduling core's throughput on a synthetic cluster."""
+"""`lahar bench core`: the scheduling core's throughput on a synthetic cluster; `lahar bench e2e`: the whole
+stack's, on hollow nodes."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 import orjson
 
+from services.cli.bench_e2e.run import BenchSpec
+from services.cli.bench_e2e.run import run_bench as run_e2e_bench
 from services.scheduler.bench.core_bench import run_bench
 
 
@@ -20,6 +24,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     core.add_argument("--seed", type=int, default=0)
     core.add_argument("-o", "--output", choices=("json", "table"), default="table")
     core.set_defaults(handler=run_core)
+    e2e = kinds.add_parser("e2e", help="pods/s and latencies of a whole local stack on hollow nodes")
+    e2e.add_argument("--nodes", type=int, default=1000, help="hollow nodes (default 1000)")
+    e2e.add_argument("--replicas", type=int, default=1, help="scheduler replicas (default 1)")
+    e2e.add_argument("--jobs", type=int, default=200, help="gang jobs per round (default 200)")
+    e2e.add_argument("--rounds", type=int, default=1, help="rounds of --jobs jobs, one after the other")
+    e2e.add_argument("--min-pods", type=int, default=1)
+    e2e.add_argument("--max-pods", type=int, default=8)
+    e2e.add_argument("--duration", default="2s", help="how long each pod runs (default 2s)")
+    e2e.add_argument(
+        "--arrival-rate",
+        type=float,
+        default=None,
+        metavar="PODS_PER_S",
+        help="steady arrival (default: a burst)",
+    )
+    e2e.add_argument("--seed", type=int, default=0)
+    e2e.add_argument("--keep-home", action="store_true", help="keep the stack's directory (logs) afterwards")
+    e2e.add_argument("-o", "--output", choices=("json", "table"), default="table")
+    e2e.set_defaults(handler=run_e2e)
 
 
 def run_core(args: argparse.Namespace) -> int:
@@ -32,4 +55,48 @@ def run_core(args: argparse.Namespace) -> int:
     else:
         for key, value in result.items():
             print(f"{key:18} {value}")
+    return 0
+
+
+def run_e2e(args: argparse.Namespace) -> int:
+    problems = [
+        f"{name}: expected an integer >= 1, got {getattr(args, name)}"
+        for name in ("nodes", "replicas", "jobs", "rounds", "min_pods", "max_pods")
+        if getattr(args, name) < 1
+    ]
+    if args.max_pods < args.min_pods:
+        problems.append(f"max_pods: expected at least min_pods ({args.min_pods}), got {args.max_pods}")
+    if args.arrival_rate is not None and args.arrival_rate <= 0:
+        problems.append(f"arrival_rate: expected a positive number of pods/s, got {args.arrival_rate}")
+    if problems:
+        for problem in problems:
+            print(f"lahar bench e2e: {problem}", file=sys.stderr)
+        return 2
+    spec = BenchSpec(
+        nodes=args.nodes,
+        replicas=args.replicas,
+        jobs=args.jobs,
+        rounds=args.rounds,
+        min_pods=args.min_pods,
+        max_pods=args.max_pods,
+        duration=args.duration,
+        arrival_rate=args.arrival_rate,
+        seed=args.seed,
+        keep_home=args.keep_home,
+    )
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    try:
+        result = run_e2e_bench(spec, say)
+    except RuntimeError as exc:
+        print(f"lahar bench e2e: {exc}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(orjson.dumps(result).decode())
+    else:
+        for key, value in result.items():
+            print(f"{key:26} {value}")
     return 0
