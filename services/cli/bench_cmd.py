@@ -1,5 +1,5 @@
 """`lahar bench core`: the scheduling core's throughput on a synthetic cluster; `lahar bench e2e`: the whole
-stack's, on hollow nodes."""
+stack's, on hollow nodes; `lahar bench codec`: the cost of turning API objects into plain data and back."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import time
 
 import orjson
 
+from services.cli import bench_codec
 from services.cli.bench_e2e.run import BenchSpec
 from services.cli.bench_e2e.run import run_bench as run_e2e_bench
 from services.scheduler.bench.core_bench import run_bench
@@ -43,6 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     e2e.add_argument("--keep-home", action="store_true", help="keep the stack's directory (logs) afterwards")
     e2e.add_argument("-o", "--output", choices=("json", "table"), default="table")
     e2e.set_defaults(handler=run_e2e)
+    codec = kinds.add_parser("codec", help="µs per encode and decode of a Pod, PodGroup, Job and Node")
+    codec.add_argument("-n", "--iterations", type=int, default=20000, help="calls per kind (default 20000)")
+    codec.add_argument("-o", "--output", choices=("json", "table"), default="table")
+    codec.set_defaults(handler=run_codec)
 
 
 def run_core(args: argparse.Namespace) -> int:
@@ -99,4 +104,20 @@ def run_e2e(args: argparse.Namespace) -> int:
     else:
         for key, value in result.items():
             print(f"{key:26} {value}")
+    return 0
+
+
+def run_codec(args: argparse.Namespace) -> int:
+    if args.iterations < 1:
+        print(
+            f"lahar bench codec: iterations: expected an integer >= 1, got {args.iterations}", file=sys.stderr
+        )
+        return 2
+    result = bench_codec.run_bench(args.iterations)
+    if args.output == "json":
+        print(orjson.dumps(result).decode())
+        return 0
+    print(f"{'kind':10} {'encode µs':>10} {'decode µs':>10}   ({args.iterations} calls each)")
+    for kind, times in result["us_per_call"].items():
+        print(f"{kind:10} {times['encode']:>10.2f} {times['decode']:>10.2f}")
     return 0
