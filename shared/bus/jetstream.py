@@ -37,6 +37,7 @@ from shared.bus.errors import (
     DuplicateBatch,
 )
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
+from shared.bus.replay import Filters
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
 
 log = structlog.get_logger(__name__)
@@ -304,16 +305,29 @@ class Bus:
         return acks
 
     def replay(
-        self, stream: str, from_seq: int = 1, subject_filter: str | None = None, until_seq: int | None = None
+        self, stream: str, from_seq: int = 1, subject_filter: Filters = None, until_seq: int | None = None
     ) -> AsyncIterator[StreamRecord]:
-        """Ordered records from from_seq to until_seq (default: the last sequence when iteration starts)."""
+        """Ordered records from from_seq to until_seq (default: the last sequence when iteration starts);
+        subject_filter: one subject wildcard, several (any of them), or None for every record."""
         return _replay.replay(self.js, self.jsm, stream, from_seq, subject_filter, until_seq)
 
+    def replay_batches(
+        self, stream: str, from_seq: int = 1, subject_filter: Filters = None, until_seq: int | None = None
+    ) -> AsyncIterator[list[StreamRecord]]:
+        """replay() in batches of what has arrived (cheaper per record)."""
+        return _replay.replay_batches(self.js, self.jsm, stream, from_seq, subject_filter, until_seq)
+
     def follow(
-        self, stream: str, from_seq: int = 1, subject_filter: str | None = None
+        self, stream: str, from_seq: int = 1, subject_filter: Filters = None
     ) -> AsyncIterator[StreamRecord]:
         """Ordered records from from_seq on, without end."""
         return _replay.follow(self.js, stream, from_seq, subject_filter)
+
+    def follow_batches(
+        self, stream: str, from_seq: int = 1, subject_filter: Filters = None
+    ) -> AsyncIterator[list[StreamRecord]]:
+        """follow() in batches: each what arrived while the previous one was being handled."""
+        return _replay.follow_batches(self.js, stream, from_seq, subject_filter)
 
     async def durable(self, spec: ConsumerSpec) -> DurableConsumer:
         """Create or update a durable pull consumer and bind to it."""

@@ -3,12 +3,20 @@
 Both use an ordered consumer: ephemeral, flow-controlled, no acks, and recreated by the client from the
 last delivered sequence whenever it detects a gap (for instance across a server restart), so records
 arrive exactly once and in stream order.
+
+Records are taken in batches: the subscription's callback appends each one to a bounded feed and the
+reader takes whatever has arrived. nats.py's async message iterator costs a task and a wait per message
+(~70 µs here); a callback costs ~11 µs, and a reader that takes batches pays its own overhead once per
+batch, not once per event. When the feed is full the callback waits, the client stops answering the
+server's flow control, and the server stops sending: backpressure all the way to the stream.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
 
 import nats.errors
 import nats.js.errors
@@ -24,6 +32,8 @@ from shared.bus.records import StreamRecord
 _IDLE_HEARTBEAT_S = 1.0
 # How long the server keeps a consumer nobody listens to (a process that died without unsubscribing).
 _INACTIVE_THRESHOLD_S = 30.0
+FEED_LIMIT = 4096  # records held between the subscription and the reader
+Filters = str | Sequence[str] | None
 
 
 def _record(msg: Msg) -> StreamRecord:
@@ -33,40 +43,134 @@ def _record(msg: Msg) -> StreamRecord:
         seq=meta.sequence.stream,
         subject=msg.subject,
         data=msg.data,
-        headers=dict(msg.headers or {}),
+        headers=msg.headers or {},
     )
 
 
+def filter_list(filters: Filters) -> list[str]:
+    """One subject filter, several, or None (everything) as a list (empty: everything)."""
+    if filters is None:
+        return []
+    return [filters] if isinstance(filters, str) else list(filters)
+
+
+class _Feed:
+    """Records handed from the subscription's callback to one reader, in order, in batches."""
+
+    def __init__(self, limit: int = FEED_LIMIT, *, count_pending: bool = False) -> None:
+        self.limit = limit
+        self.records: deque[StreamRecord] = deque()
+        # stream seq -> matching messages stored after it when it was delivered (replay's end test)
+        self.pending: dict[int, int] | None = {} if count_pending else None
+        self.arrived = asyncio.Event()
+        self.room = asyncio.Event()
+        self.room.set()
+
+    async def push(self, msg: Msg) -> None:
+        record = _record(msg)
+        if self.pending is not None:
+            self.pending[record.seq] = msg.metadata.num_pending
+        self.records.append(record)
+        self.arrived.set()
+        if len(self.records) >= self.limit:
+            self.room.clear()
+            await self.room.wait()
+
+    async def take(self, most: int) -> list[StreamRecord]:
+        """At least one record (waiting for it), at most `most`."""
+        while not self.records:
+            self.arrived.clear()
+            await self.arrived.wait()
+        records = self.records
+        count = min(most, len(records))
+        batch = [records.popleft() for _ in range(count)]
+        if len(records) < self.limit:
+            self.room.set()
+        return batch
+
+
 async def _first_match(
-    jsm: JetStreamManager, state: api.StreamState, stream: str, from_seq: int, subject_filter: str | None
+    jsm: JetStreamManager, state: api.StreamState, stream: str, from_seq: int, filters: list[str]
 ) -> int | None:
-    """The sequence of the first message at or after from_seq matching the filter, None if none."""
-    if subject_filter is None:
+    """The sequence of the first message at or after from_seq matching the filters, None if none."""
+    if not filters:
         first = max(from_seq, state.first_seq)
         return first if state.messages and first <= state.last_seq else None
-    try:
-        msg = await jsm.get_msg(stream, seq=from_seq, subject=subject_filter, next=True)
-    except nats.js.errors.NotFoundError:
-        return None
-    return msg.seq
+    found = []
+    for subject in filters:
+        try:
+            msg = await jsm.get_msg(stream, seq=from_seq, subject=subject, next=True)
+        except nats.js.errors.NotFoundError:
+            continue
+        found.append(msg.seq)
+    return min(found, default=None)
 
 
 async def _subscribe(
-    js: JetStreamContext, stream: str, from_seq: int, subject_filter: str | None
+    js: JetStreamContext, stream: str, from_seq: int, filters: list[str], feed: _Feed
 ) -> JetStreamContext.PushSubscription:
     config = api.ConsumerConfig(
         deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
         opt_start_seq=max(from_seq, 1),
         replay_policy=api.ReplayPolicy.INSTANT,
         inactive_threshold=_INACTIVE_THRESHOLD_S,
+        filter_subjects=filters if len(filters) > 1 else None,
     )
     return await js.subscribe(
-        subject_filter or "",
+        filters[0] if len(filters) == 1 else "",
         stream=stream,
         ordered_consumer=True,
         idle_heartbeat=_IDLE_HEARTBEAT_S,
         config=config,
+        cb=feed.push,
     )
+
+
+async def replay_batches(
+    js: JetStreamContext,
+    jsm: JetStreamManager,
+    stream: str,
+    from_seq: int = 1,
+    filters: Filters = None,
+    until_seq: int | None = None,
+    batch: int = 1024,
+) -> AsyncIterator[list[StreamRecord]]:
+    """Batches of records from from_seq up to until_seq, in order.
+
+    until_seq defaults to the stream's last sequence when iteration starts: events appended meanwhile
+    are not included, so the records rebuild the view "at sequence N", and follow() from N+1 continues.
+    """
+    subjects = filter_list(filters)
+    info = await jsm.stream_info(stream)
+    last = info.state.last_seq if until_seq is None else min(until_seq, info.state.last_seq)
+    first = await _first_match(jsm, info.state, stream, max(from_seq, 1), subjects)
+    if first is None or first > last:
+        return
+    # A filtered replay may have no match at `last` itself: num_pending (matches stored after a record)
+    # says when the last match before the snapshot point was delivered.
+    feed = _Feed(count_pending=True)
+    pending = feed.pending
+    assert pending is not None
+    sub = await _subscribe(js, stream, first, subjects, feed)
+    try:
+        while True:
+            records = await feed.take(batch)
+            done = False
+            kept = []
+            for record in records:
+                if record.seq > last:
+                    done = True
+                    break
+                kept.append(record)
+                if record.seq == last or pending.pop(record.seq, 1) == 0:
+                    done = True
+                    break
+            if kept:
+                yield kept
+            if done:
+                return
+    finally:
+        await _unsubscribe(sub)
 
 
 async def replay(
@@ -74,47 +178,36 @@ async def replay(
     jsm: JetStreamManager,
     stream: str,
     from_seq: int = 1,
-    subject_filter: str | None = None,
+    filters: Filters = None,
     until_seq: int | None = None,
 ) -> AsyncIterator[StreamRecord]:
-    """Records from from_seq up to until_seq, in order.
-
-    until_seq defaults to the stream's last sequence when iteration starts: events appended meanwhile
-    are not included, so the records rebuild the view "at sequence N", and follow() from N+1 continues.
-    """
-    info = await jsm.stream_info(stream)
-    last = info.state.last_seq if until_seq is None else min(until_seq, info.state.last_seq)
-    first = await _first_match(jsm, info.state, stream, max(from_seq, 1), subject_filter)
-    if first is None or first > last:
-        return
-    sub = await _subscribe(js, stream, first, subject_filter)
-    try:
-        async for msg in sub.messages:
-            record = _record(msg)
-            if record.seq > last:
-                return
+    """replay_batches() one record at a time."""
+    async for records in replay_batches(js, jsm, stream, from_seq, filters, until_seq):
+        for record in records:
             yield record
-            # num_pending counts matching messages stored after this one: zero means nothing older than
-            # the snapshot remains (and waiting for more would block on an idle filter).
-            if record.seq == last or msg.metadata.num_pending == 0:
-                return
+
+
+async def follow_batches(
+    js: JetStreamContext, stream: str, from_seq: int = 1, filters: Filters = None, batch: int = 1024
+) -> AsyncIterator[list[StreamRecord]]:
+    """Batches of records from from_seq on, in order, waiting for new ones forever (until the caller
+    stops): each batch is what arrived while the previous one was being handled, at most `batch`."""
+    feed = _Feed()
+    sub = await _subscribe(js, stream, from_seq, filter_list(filters), feed)
+    try:
+        while True:
+            yield await feed.take(batch)
     finally:
         await _unsubscribe(sub)
 
 
 async def follow(
-    js: JetStreamContext,
-    stream: str,
-    from_seq: int = 1,
-    subject_filter: str | None = None,
+    js: JetStreamContext, stream: str, from_seq: int = 1, filters: Filters = None
 ) -> AsyncIterator[StreamRecord]:
-    """Records from from_seq on, in order, waiting for new ones forever (until the caller stops)."""
-    sub = await _subscribe(js, stream, from_seq, subject_filter)
-    try:
-        async for msg in sub.messages:
-            yield _record(msg)
-    finally:
-        await _unsubscribe(sub)
+    """follow_batches() one record at a time."""
+    async for records in follow_batches(js, stream, from_seq, filters):
+        for record in records:
+            yield record
 
 
 async def _unsubscribe(sub: JetStreamContext.PushSubscription) -> None:
