@@ -8,11 +8,13 @@ no clock. The loop that feeds events and publishes outputs is shared.runner.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 S = TypeVar("S")
+# What a core reconciles one at a time (a job, a node, a queue): its own choice of hashable key.
+Key = Hashable
 
 # Fixed namespace of output ids: the same fact always maps to the same id, in every process and every
 # run, so a re-published output is deduplicated by the stream (Nats-Msg-Id) instead of stored twice.
@@ -76,9 +78,14 @@ class Core(Protocol[S]):
 
     - apply() sees every event of the service's subject filter exactly once, in log order, including
       the events the service wrote itself; it must not fail for events it does not care about.
-    - reconcile() is called only once the state is caught up with the log, after each batch of events
-      and on a timer; it returns everything that should be written and is not yet in the log. Returning
+    - reconcile() is called only once the state is caught up with the log. It returns everything that
+      should be written about `keys` and is not yet in the log; with keys None, about everything. Returning
       an output again before its event arrived is expected and harmless (the loop keeps it in flight).
+    - The cost of an event is proportional to what it touches, not to the size of the state: after each
+      batch of live events the loop reconciles only the keys touched() named for its events; on its timer
+      it adds the keys due() names (time-based decisions: TTLs, timeouts, liveness). A full reconcile
+      (keys None) runs after replay, on taking over as leader, after outputs failed or stayed unanswered,
+      and as a rare periodic resync: a key a core forgets to name is late, never lost.
     - load(dump(state)) == state; dump is called for checkpoints, load at start.
     """
 
@@ -88,7 +95,15 @@ class Core(Protocol[S]):
 
     def apply(self, state: S, event: Event) -> S: ...
 
-    def reconcile(self, state: S, now: float) -> list[Output]: ...
+    def touched(self, state: S, event: Event) -> Iterable[Key]:
+        """Called right after apply(state, event): the keys whose outputs the event may have changed."""
+        ...
+
+    def due(self, state: S, now: float) -> Iterable[Key]:
+        """The keys whose time-based decision may fall due at `now`; must not walk the whole state."""
+        ...
+
+    def reconcile(self, state: S, now: float, keys: Collection[Key] | None = None) -> list[Output]: ...
 
     def dump(self, state: S) -> bytes: ...
 

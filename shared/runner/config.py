@@ -9,11 +9,14 @@ from shared.config import ServiceConfig
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RunnerConfig(ServiceConfig):
-    reconcile_interval_s: float = 1.0  # timer reconcile, for time-based decisions (TTLs, timeouts)
-    checkpoint_every_events: int = 1000
+    reconcile_interval_s: float = 1.0  # the timer, for time-based decisions (TTLs, timeouts, liveness)
+    resync_interval_s: float = 300.0  # everything is reconciled this often, a safety net for a missed key
+    # A checkpoint costs the whole state, so it is taken by time more than by count: at thousands of
+    # events per second a count of 1000 would dump the state several times a second.
+    checkpoint_every_events: int = 100_000
     checkpoint_every_s: float = 30.0
     inflight_timeout_s: float = 30.0  # an output not seen in the log after this long is sent again
-    max_batch_events: int = 512  # events applied between two reconciles at most
+    max_batch_events: int = 2048  # events applied between two reconciles at most
     leader_election: bool = False
     leader_lease_ttl_s: int = 5
     instance_id: str = ""  # the election candidate's name; empty: <hostname>-<pid>
@@ -21,7 +24,7 @@ class RunnerConfig(ServiceConfig):
 
     def problems(self) -> list[str]:
         problems = super().problems()
-        for name in ("reconcile_interval_s", "checkpoint_every_s", "inflight_timeout_s"):
+        for name in ("reconcile_interval_s", "resync_interval_s", "checkpoint_every_s", "inflight_timeout_s"):
             if getattr(self, name) <= 0:
                 problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
         for name in ("checkpoint_every_events", "max_batch_events", "leader_lease_ttl_s", "stream_replicas"):

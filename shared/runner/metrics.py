@@ -33,6 +33,16 @@ class RunnerMetrics:
             ("service",),
             exponential_buckets(0.0005, 2, 16),
         ).labels(service)
+        self.reconciles = registry.counter(
+            "lahar_runner_reconciles_total",
+            "Reconciles by scope (keys: what a batch touched or the timer found due; full: everything)",
+            ("service", "scope"),
+        )
+        self.reconciled_keys = registry.counter(
+            "lahar_runner_reconciled_keys_total",
+            "Keys reconciled one by one (full reconciles excluded)",
+            ("service",),
+        ).labels(service)
         self.checkpoints = registry.counter(
             "lahar_runner_checkpoints_total",
             "Checkpoint writes by result (ok, fenced, error)",
@@ -48,6 +58,10 @@ class RunnerMetrics:
     def applied(self, phase: str, seq: int) -> None:
         self.events_applied.labels(self.service, phase).inc()
         self.last_applied_seq.set(seq)
+
+    def reconciled(self, scope: str, keys: int) -> None:
+        self.reconciles.labels(self.service, scope).inc()
+        self.reconciled_keys.inc(keys)
 
     def published(self, event_type: str, result: str, count: int = 1) -> None:
         self.outputs.labels(self.service, event_type, result).inc(count)

@@ -1,9 +1,10 @@
 """Publishing a reconcile's outputs: in order, each at most once while it is in flight, traced.
 
 An output is in flight from its publish until its event is applied (seen in the log) or
-inflight_timeout_s passes; reconcile() keeps returning it meanwhile and it is not sent again. After the
-timeout it is re-sent with the same id: a no-op inside the stream's dedup window. A failed publish leaves
-nothing in flight, so the next reconcile retries it.
+inflight_timeout_s passes; a reconcile may return it again meanwhile and it is not sent again. After the
+timeout expire() forgets it and the loop reconciles everything, which sends it again with the same id if
+it is still wanted (a no-op inside the stream's dedup window). A failed publish leaves nothing in flight
+and makes the loop reconcile everything at its next tick.
 
 Plain outputs go out pipelined; an output with expected_last_subject_seq alone (a compare-and-set); the
 outputs sharing a batch key as one atomic batch, at the position of the first of them.
@@ -101,6 +102,15 @@ class Publisher:
             self._traces[event_id] = traceparent
             if len(self._traces) > _REMEMBERED_TRACES:
                 self._traces.popitem(last=False)
+
+    def expire(self) -> int:
+        """Forget the outputs whose events did not come back in time and say how many: their keys need a
+        full reconcile (which sends them again if they are still wanted)."""
+        now = time.monotonic()
+        late = [output_id for output_id, deadline in self._inflight.items() if deadline <= now]
+        for output_id in late:
+            del self._inflight[output_id]
+        return len(late)
 
     def forget_inflight(self) -> None:
         """Leadership changed hands: whatever this instance sent is the new leader's to judge."""

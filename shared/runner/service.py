@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Generic
 
 import nats.js.errors
@@ -32,7 +32,7 @@ from shared.runner.events import span_attributes, to_event
 from shared.runner.leader import LeaderSeat, default_candidate
 from shared.runner.metrics import RunnerMetrics
 from shared.runner.publisher import Publisher
-from shared.runner_types import Core, S
+from shared.runner_types import Core, Key, S
 from shared.service import Service
 from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd
@@ -41,8 +41,7 @@ from shared.telemetry.tracing import extract_context, trace_headers
 
 log = structlog.get_logger(__name__)
 
-_QUEUE_EVENTS = 10_000  # backpressure on the live reader
-_REPLAY_YIELD_EVERY = 1000  # let lease renewals and health checks run during a long replay
+_QUEUED_BATCHES = 8  # backpressure on the live reader (each batch holds up to max_batch_events)
 
 
 class EventSourcedService(Service, Generic[S]):
@@ -94,11 +93,14 @@ class EventSourcedService(Service, Generic[S]):
         self.seq = 0  # last applied
         self.phase = "starting"  # -> replaying -> following -> stopping -> stopped
         self.checkpointer = Checkpointer(CheckpointStore(etcd, core.name), config, self.metrics, self.seat)
-        self._queue: asyncio.Queue[StreamRecord | None] = asyncio.Queue(_QUEUE_EVENTS)  # None: wake up
+        # batches of live records; None wakes the loop (a fold, a stop, leadership)
+        self._queue: asyncio.Queue[list[StreamRecord] | None] = asyncio.Queue(_QUEUED_BATCHES)
         self._busy = False
-        self._reconcile_now = True
-        self._reconciled_seq = -1
+        self._dirty: set[Key] = set()  # keys to reconcile after the current batch
+        self._full = True  # reconcile everything next time (after replay, on taking over, ...)
+        self._retry_full = False  # outputs could not be stored: reconcile everything at the next tick
         self._unsettled = 0  # outputs of the last reconcile that could not be stored
+        self._resync_at = 0.0  # loop time of the next periodic full reconcile
         self.metrics.leader.set(0 if self.seat else 1)
 
     def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
@@ -137,7 +139,7 @@ class EventSourcedService(Service, Generic[S]):
         """Nothing queued or being processed, and (as leader) the state's outputs all stored."""
         if self.phase != "following" or self._busy or not self._queue.empty():
             return False
-        return not (self.leading and (self._reconciled_seq != self.seq or self._unsettled))
+        return not (self.leading and (self._full or self._dirty or self._unsettled))
 
     async def _log_has_more(self, seq: int) -> bool:
         if self.subject_filter is None:
@@ -182,11 +184,12 @@ class EventSourcedService(Service, Generic[S]):
                 self.checkpointer.seq = 0
         started, first, count = time.perf_counter(), self.seq + 1, 0
         with self.tracer.start_as_current_span("replay", attributes={"lahar.replay.from_seq": first}):
-            async for record in self.bus.replay(EVENTS_STREAM, first, self.subject_filter):
-                self._apply(record, live=False)
-                count += 1
-                if count % _REPLAY_YIELD_EVERY == 0:
-                    await asyncio.sleep(0)
+            async for records in self.bus.replay_batches(EVENTS_STREAM, first, self.subject_filter):
+                for record in records:
+                    self._apply(record, live=False)
+                count += len(records)
+                # let lease renewals and health checks run during a long replay
+                await asyncio.sleep(0)
                 if self.stopping.is_set():
                     break
         elapsed = time.perf_counter() - started
@@ -200,15 +203,19 @@ class EventSourcedService(Service, Generic[S]):
         """Hook: once caught up, before the first reconcile (the node agent adopts its runtime's live
         runs here)."""
 
-    def fold(self, change: Callable[[S], S]) -> None:
+    def fold(self, change: Callable[[S], S], keys: Iterable[Key] | None = None) -> None:
         """Apply a pure change that does not come from the log (a runtime report, a heartbeat) and
-        reconcile promptly."""
+        reconcile the keys it touched promptly (keys None: everything)."""
         self.state = change(self.state)
-        self._reconcile_now = True
+        if keys is None:
+            self._full = True
+        else:
+            self._dirty.update(keys)
         self._wake()
 
     async def after_reconcile(self) -> None:
-        """Hook: after each reconcile while leading (the node agent issues its runtime actions here)."""
+        """Hook: after each batch (and its reconcile, if it touched anything) while leading (the node agent
+        issues its runtime actions here)."""
 
     async def _follow(self) -> None:
         if self.stopping.is_set():
@@ -234,8 +241,8 @@ class EventSourcedService(Service, Generic[S]):
             await asyncio.gather(main, *background, *extras, return_exceptions=True)
 
     async def _read_log(self) -> None:
-        async for record in self.bus.follow(EVENTS_STREAM, self.seq + 1, self.subject_filter):
-            await self._queue.put(record)
+        async for records in self.bus.follow_batches(EVENTS_STREAM, self.seq + 1, self.subject_filter):
+            await self._queue.put(records)
         raise RuntimeError("the live log subscription ended")
 
     async def _wake_on_stop(self) -> None:
@@ -249,44 +256,60 @@ class EventSourcedService(Service, Generic[S]):
     def _leadership_changed(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
         self.publisher.forget_inflight()
+        self._dirty.clear()  # a standby tracks nothing; a new leader reconciles everything
         if leading:
-            self._reconcile_now = True
+            self._full = True
             self._wake()
         self.progressed()
 
     async def _process(self) -> None:
         loop = asyncio.get_running_loop()
-        next_reconcile = loop.time()
+        next_tick = loop.time()
+        self._resync_at = loop.time() + self.config.resync_interval_s
         while not self.stopping.is_set():
-            batch = await self._next_batch(max(0.0, next_reconcile - loop.time()))
+            batch = await self._next_batch(max(0.0, next_tick - loop.time()))
             self._busy = True
             try:
+                tracking = self.leading  # a standby reconciles nothing, so it tracks no keys
                 for record in batch:
-                    self._apply(record, live=True)
+                    self._apply(record, live=True, track=tracking)
                 if self.stopping.is_set():
                     break  # take no new decisions; the next leader reconciles whatever is left
-                if batch or self._reconcile_now or loop.time() >= next_reconcile:
-                    self._reconcile_now = False
-                    next_reconcile = loop.time() + self.config.reconcile_interval_s
-                    if self.leading:
-                        await self._reconcile()
+                if loop.time() >= next_tick:
+                    next_tick = loop.time() + self.config.reconcile_interval_s
+                    self._tick(loop.time())
                 if self.leading:
+                    if self._full or self._dirty:
+                        await self._reconcile()
+                    await self.after_reconcile()
                     await self.checkpointer.save_if_due(self.seq, lambda: self.core.dump(self.state))
             finally:
                 self._busy = False
                 self.progressed()
+
+    def _tick(self, now_loop: float) -> None:
+        """The timer: time-based decisions, outputs to try again, the periodic resync."""
+        if not self.leading:
+            return
+        self._dirty.update(self.core.due(self.state, self.clock()))
+        if self._retry_full or self.publisher.expire():
+            self._retry_full = False
+            self._full = True
+        if now_loop >= self._resync_at:
+            self._resync_at = now_loop + self.config.resync_interval_s
+            self._full = True
 
     async def _next_batch(self, timeout_s: float) -> list[StreamRecord]:
         try:
             first = await asyncio.wait_for(self._queue.get(), timeout_s)
         except TimeoutError:
             return []
-        items = [first]
-        while len(items) < self.config.max_batch_events and not self._queue.empty():
-            items.append(self._queue.get_nowait())
-        return [item for item in items if item is not None]
+        records = list(first or ())
+        while len(records) < self.config.max_batch_events and not self._queue.empty():
+            records.extend(self._queue.get_nowait() or ())
+        return records
 
-    def _apply(self, record: StreamRecord, *, live: bool) -> None:
+    def _apply(self, record: StreamRecord, *, live: bool, track: bool = False) -> None:
         if record.seq <= self.seq:
             return  # applied already (a redelivery): an event is never applied twice
         try:
@@ -314,16 +337,20 @@ class EventSourcedService(Service, Generic[S]):
             # Replay is not traced per event (it would graft old events onto their traces again).
             self.state = self.core.apply(self.state, event)
             self.publisher.seen(env.id, env.traceparent)
+        if track:
+            self._dirty.update(self.core.touched(self.state, event))
         self.seq = record.seq
         self.metrics.applied("live" if live else "replay", record.seq)
 
     async def _reconcile(self) -> None:
         started = time.perf_counter()
-        seq = self.seq
-        outputs = self.core.reconcile(self.state, self.clock())
+        keys = None if self._full else self._dirty
+        self._full, self._dirty = False, set()
+        outputs = self.core.reconcile(self.state, self.clock(), keys)
+        self.metrics.reconciled("full" if keys is None else "keys", len(keys or ()))
         self._unsettled = await self.publisher.publish(outputs, lambda: self.leading)
-        self._reconciled_seq = seq
-        await self.after_reconcile()
+        if self._unsettled:
+            self._retry_full = True  # the outputs are decided again from the state at the next tick
         self.metrics.reconcile_seconds.observe(time.perf_counter() - started)
 
     async def checkpoint(self) -> None:

@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,18 @@ class ToyCore:
             return ToyState(applied, state.pings, echoes, state.total)
         return ToyState(applied, state.pings, state.echoes, state.total)
 
-    def reconcile(self, state: ToyState, now: float) -> list[Output]:
+    def touched(self, state: ToyState, event: Event) -> list[str]:
+        if event.type == "Ping":
+            return [event.id]
+        return [str(event.payload["ping"])] if event.type == "Echo" else []
+
+    def due(self, state: ToyState, now: float) -> list[str]:
+        return []
+
+    def reconcile(self, state: ToyState, now: float, keys: Collection[str] | None = None) -> list[Output]:
         outputs = []
-        for ping, (name, mode) in sorted(state.pings.items()):
+        pings = state.pings if keys is None else {k: state.pings[k] for k in keys if k in state.pings}
+        for ping, (name, mode) in sorted(pings.items()):
             seen = state.echoes.get(ping, 0)
             if mode == "forever":
                 outputs.append(self._echo(ping, name, key=seen))
