@@ -150,16 +150,19 @@ class BinderService(EventSourcedService[BinderShellState]):
             log.warning("ignoring a heartbeat", subject=msg.subject, error=str(exc))
             return
         self.binder_metrics.heartbeats.labels("ok").inc()
-        entry = self.state.core.ledger.nodes.get(heartbeat.node)
         now = self.clock()
-        if entry is not None and not entry.ready:
-            # The node may be back: reconcile now rather than at the next timer (NodeReady).
-            self.fold(lambda s: self._beat(s, heartbeat.node, now))
+        nodes = self.state.core.ledger.nodes
+        # A NotReady node may be back: reconcile it now rather than at the next timer (NodeReady).
+        back = [
+            name for name in heartbeat.nodes if (entry := nodes.get(name)) is not None and not entry.ready
+        ]
+        if back:
+            self.fold(lambda s: self._beat(s, heartbeat.nodes, now), keys=back)
         else:
-            self._beat(self.state, heartbeat.node, now)
+            self._beat(self.state, heartbeat.nodes, now)
 
-    def _beat(self, state: BinderShellState, node: str, now: float) -> BinderShellState:
-        state.core = self.binder.heartbeat(state.core, node, now)
+    def _beat(self, state: BinderShellState, nodes: tuple[str, ...], now: float) -> BinderShellState:
+        state.core = self.binder.heartbeat(state.core, nodes, now)
         return state
 
     # --- plans ---------------------------------------------------------------------------------------

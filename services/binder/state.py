@@ -11,7 +11,7 @@ needs, folded from the same log and checkpointed with it (pure).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,8 +56,16 @@ class BinderShellCore:
                 del state.answered[next(iter(state.answered))]
         return state
 
-    def reconcile(self, state: BinderShellState, now: float) -> list[Output]:
-        return self.core.reconcile(state.core, now)
+    def touched(self, state: BinderShellState, event: Event) -> list[str]:
+        return self.core.touched(state.core, event)
+
+    def due(self, state: BinderShellState, now: float) -> list[str]:
+        return self.core.due(state.core, now)
+
+    def reconcile(
+        self, state: BinderShellState, now: float, keys: Collection[str] | None = None
+    ) -> list[Output]:
+        return self.core.reconcile(state.core, now, keys)
 
     def dump(self, state: BinderShellState) -> bytes:
         data = {

@@ -1,23 +1,29 @@
 """Node heartbeats on core NATS (not in the log): the one definition of their subject and payload, shared
 by the node agent (sender) and the binder (liveness).
 
-Subject `lahar.hb.<node>` (the node name escaped as one subject token, shared.bus.subjects.encode_token,
-which leaves names of letters, digits, '-' and '_' unchanged); a listener subscribes to `lahar.hb.*`.
-Payload JSON `{"node": <name>, "time": <epoch seconds at the sender>, "agent": <agent id>}` ("agent" is
-optional when reading). The binder times a heartbeat by its own clock on receipt: the sender's time is
+One message speaks for many nodes: an agent hosting thousands of hollow nodes would otherwise send
+thousands of messages every interval, and the binder would decode each of them. Subject
+`lahar.hb.<agent>` (the agent id escaped as one subject token, shared.bus.subjects.encode_token, which
+leaves names of letters, digits, '-' and '_' unchanged); a listener subscribes to `lahar.hb.*`. Payload
+JSON `{"agent": <agent id>, "time": <epoch seconds at the sender>, "nodes": [<node name>, ...]}`; an agent
+with more than MAX_NODES_PER_HEARTBEAT nodes sends several messages, so each stays far below NATS's
+maximum payload. The binder times a heartbeat by its own clock on receipt: the sender's time is
 informative, since the clocks of different hosts need not agree and liveness is judged by one clock.
 """
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import orjson
 
 from shared.bus.subjects import decode_token, encode_token
 
 HEARTBEAT_ROOT = "lahar.hb"
 HEARTBEAT_FILTER = f"{HEARTBEAT_ROOT}.*"
+MAX_NODES_PER_HEARTBEAT = 2000  # node names of up to 253 bytes: well inside a 1 MiB payload
 
 
 class HeartbeatError(ValueError):
@@ -26,42 +32,51 @@ class HeartbeatError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
-    node: str
+    agent: str
     time: float
-    agent: str = ""
+    nodes: tuple[str, ...]
 
 
-def heartbeat_subject(node: str) -> str:
-    return f"{HEARTBEAT_ROOT}.{encode_token(node)}"
+def heartbeat_subject(agent: str) -> str:
+    return f"{HEARTBEAT_ROOT}.{encode_token(agent)}"
 
 
-def node_of_subject(subject: str) -> str:
+def agent_of_subject(subject: str) -> str:
     """Invert heartbeat_subject(); raises ValueError for any other subject."""
     root, _, token = subject.rpartition(".")
     if root != HEARTBEAT_ROOT:
-        raise ValueError(f"not a heartbeat subject ({HEARTBEAT_ROOT}.<node>): {subject!r}")
+        raise ValueError(f"not a heartbeat subject ({HEARTBEAT_ROOT}.<agent>): {subject!r}")
     return decode_token(token)
 
 
+def heartbeats_for(agent: str, nodes: Sequence[str], time: float) -> list[Heartbeat]:
+    """The messages that say every node of an agent is alive at `time`."""
+    step = MAX_NODES_PER_HEARTBEAT
+    return [Heartbeat(agent, time, tuple(nodes[i : i + step])) for i in range(0, len(nodes), step)]
+
+
 def encode_heartbeat(heartbeat: Heartbeat) -> bytes:
-    return json.dumps({"node": heartbeat.node, "time": heartbeat.time, "agent": heartbeat.agent}).encode()
+    return orjson.dumps({"agent": heartbeat.agent, "time": heartbeat.time, "nodes": heartbeat.nodes})
 
 
 def decode_heartbeat(data: bytes) -> Heartbeat:
     try:
-        raw = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
         raise HeartbeatError(f"heartbeat: not a JSON document ({exc})") from exc
     if not isinstance(raw, dict):
         raise HeartbeatError(f"heartbeat: expected an object, got {type(raw).__name__}")
-    node, sent, agent = raw.get("node"), raw.get("time"), raw.get("agent", "")
+    agent, sent, nodes = raw.get("agent"), raw.get("time"), raw.get("nodes")
     problems = []
-    if not isinstance(node, str) or not node:
-        problems.append(f"node: expected a non-empty string, got {node!r}")
+    if not isinstance(agent, str) or not agent:
+        problems.append(f"agent: expected a non-empty string, got {agent!r}")
     if isinstance(sent, bool) or not isinstance(sent, int | float) or not math.isfinite(sent):
         problems.append(f"time: expected epoch seconds, got {sent!r}")
-    if not isinstance(agent, str):
-        problems.append(f"agent: expected a string, got {agent!r}")
+    if not isinstance(nodes, list) or len(nodes) > MAX_NODES_PER_HEARTBEAT:
+        problems.append(f"nodes: expected a list of at most {MAX_NODES_PER_HEARTBEAT} node names")
+    elif not all(isinstance(node, str) and node for node in nodes):
+        bad = next(node for node in nodes if not isinstance(node, str) or not node)
+        problems.append(f"nodes: expected non-empty strings, got {bad!r}")
     if problems:
         raise HeartbeatError("invalid heartbeat: " + "; ".join(problems))
-    return Heartbeat(node, float(sent), agent)  # type: ignore[arg-type]
+    return Heartbeat(agent, float(sent), tuple(nodes))  # type: ignore[arg-type]

@@ -220,13 +220,13 @@ async def test_the_runtime_action_and_the_phase_events_join_the_bindings_trace(
         assert published.traceparent is not None and f"{trace_id:032x}" in published.traceparent  # ... ours
 
 
-async def test_heartbeats_name_the_node_and_the_agent(agent: Agent, bus: Bus) -> None:
+async def test_heartbeats_name_the_agent_and_its_node(agent: Agent, bus: Bus) -> None:
     beats: asyncio.Queue[bytes] = asyncio.Queue()
 
     async def on_beat(msg: Any) -> None:
         await beats.put(msg.data)
 
-    subscription = await bus.nc.subscribe(heartbeat_subject(NODE), cb=on_beat)
+    subscription = await bus.nc.subscribe(heartbeat_subject("agent-7"), cb=on_beat)
     await bus.nc.flush()
     try:
         agent(agent_id="agent-7")
@@ -234,7 +234,7 @@ async def test_heartbeats_name_the_node_and_the_agent(agent: Agent, bus: Bus) ->
         second = decode_heartbeat(await asyncio.wait_for(beats.get(), 5))
     finally:
         await subscription.unsubscribe()
-    assert (first.node, first.agent) == (NODE, "agent-7")
+    assert (first.nodes, first.agent) == ((NODE,), "agent-7")
     assert abs(first.time - time.time()) < 5
     assert second.time > first.time
 

@@ -121,10 +121,8 @@ class Heartbeats:
 
     async def _run(self) -> None:
         while True:
-            for name in sorted(self.beating):
-                await self.bus.nc.publish(
-                    heartbeat_subject(name), encode_heartbeat(Heartbeat(name, time.time()))
-                )
+            beat = Heartbeat("test-agent", time.time(), tuple(sorted(self.beating)))
+            await self.bus.nc.publish(heartbeat_subject(beat.agent), encode_heartbeat(beat))
             await asyncio.sleep(0.1)  # the sender's period, not a wait for a condition
 
     async def stop(self) -> None:

@@ -9,7 +9,7 @@ returns them again: a crash between accepting a plan and publishing it only dela
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,10 +139,28 @@ class BinderCore:
         state.arrived(event.id)
         return state
 
-    def reconcile(self, state: BinderState, now: float) -> list[Output]:
-        outputs = live.reconcile(state.ledger, state.liveness, now, self.node_timeout_s)
-        for plan, ids in state.inflight.values():
-            outputs.extend(o for o in plan_outputs(plan) if o.id in ids)
+    def touched(self, state: BinderState, event: Event) -> list[str]:
+        """Node names: a node event changes its readiness facts; a pod event matters to liveness only on
+        a NotReady node, whose remaining pods are lost."""
+        if event.kind == "node":
+            return [event.name]
+        if event.kind == "pod":
+            node = event.payload.get("node")
+            entry = state.ledger.nodes.get(node) if isinstance(node, str) else None
+            if entry is not None and not entry.ready:
+                return [node]
+        return []
+
+    def due(self, state: BinderState, now: float) -> list[str]:
+        return live.stale_nodes(state.ledger, state.liveness, now, self.node_timeout_s)
+
+    def reconcile(self, state: BinderState, now: float, keys: Collection[str] | None = None) -> list[Output]:
+        """Liveness of the nodes named by keys; everything (keys None) also sends again the events of
+        accepted plans that have not all come back from the log."""
+        outputs = live.reconcile(state.ledger, state.liveness, now, self.node_timeout_s, keys)
+        if keys is None:
+            for plan, ids in state.inflight.values():
+                outputs.extend(o for o in plan_outputs(plan) if o.id in ids)
         return outputs
 
     def submit_plan(
@@ -169,8 +187,9 @@ class BinderCore:
                 return Verdict(False, f"node {bind.node} silent for {silent:.1f}s", state.ledger.seq)
         return verify(state.ledger, plan)
 
-    def heartbeat(self, state: BinderState, node: str, now: float) -> BinderState:
-        live.heartbeat(state.liveness, node, now)
+    def heartbeat(self, state: BinderState, nodes: Iterable[str], now: float) -> BinderState:
+        for node in nodes:
+            live.heartbeat(state.liveness, node, now)
         return state
 
     def watch_from(self, state: BinderState, now: float) -> BinderState:

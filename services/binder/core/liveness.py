@@ -9,6 +9,7 @@ node a full timeout before declaring it lost.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from services.binder.core.ledger import Ledger, NodeEntry, split_key
@@ -48,11 +49,30 @@ def heard_from(liveness: Liveness, name: str, now: float, timeout_s: float) -> b
     return beat is not None and now - beat <= timeout_s
 
 
-def reconcile(ledger: Ledger, liveness: Liveness, now: float, timeout_s: float) -> list[Output]:
-    """What the log should say about node readiness and is not saying yet: a stale Ready node becomes
-    NotReady and every pod still on it is lost; a NotReady node heard from again becomes Ready."""
+def stale_nodes(ledger: Ledger, liveness: Liveness, now: float, timeout_s: float) -> list[str]:
+    """The Ready nodes silent for longer than the timeout: one pass of float comparisons per node (no ids
+    are derived here; reconcile derives them for these few)."""
+    cutoff = now - timeout_s
+    if liveness.watching_since >= cutoff:
+        return []  # this binder has not been watching for a whole timeout: nobody is stale yet
+    beats = liveness.heartbeats
+    return [
+        name
+        for name, node in ledger.nodes.items()
+        if node.ready and node.registered_at < cutoff and beats.get(name, 0.0) < cutoff
+    ]
+
+
+def reconcile(
+    ledger: Ledger, liveness: Liveness, now: float, timeout_s: float, names: Iterable[str] | None = None
+) -> list[Output]:
+    """What the log should say about the readiness of `names` (default: every node) and is not saying
+    yet: a stale Ready node becomes NotReady and every pod still on it is lost; a NotReady node heard
+    from again becomes Ready."""
     outputs: list[Output] = []
-    for name, node in ledger.nodes.items():
+    nodes = ledger.nodes
+    selected = nodes.items() if names is None else ((n, nodes[n]) for n in names if n in nodes)
+    for name, node in selected:
         # named by the Ready period that ended, so the ids are the same before and after it lands
         not_ready_id = deterministic_id(BINDER, "NodeNotReady", name, node.ready_seq)
         if node.ready:

@@ -15,7 +15,13 @@ from services.binder.core.core import BinderCore
 from services.binder.metrics import rejection_reason
 from services.binder.read_model import node_writes
 from services.binder.state import BinderShellCore, BinderShellState
-from shared.bus.heartbeats import Heartbeat, HeartbeatError, decode_heartbeat, encode_heartbeat
+from shared.bus.heartbeats import (
+    Heartbeat,
+    HeartbeatError,
+    decode_heartbeat,
+    encode_heartbeat,
+    heartbeats_for,
+)
 from shared.runner_types import Event
 
 CORE = BinderShellCore(BinderCore())
@@ -70,20 +76,26 @@ def test_plans_answered_in_the_log_are_remembered_and_checkpointed() -> None:
     [
         (b"\x81\xa4node", "not a JSON document"),
         (b"[1, 2]", "expected an object"),
-        (json.dumps({"time": 1.0}).encode(), "node: expected a non-empty string"),
-        (json.dumps({"node": "n1", "time": True}).encode(), "time: expected epoch seconds"),
-        (json.dumps({"node": "n1", "time": 1.0, "agent": 3}).encode(), "agent: expected a string"),
+        (json.dumps({"time": 1.0, "nodes": []}).encode(), "agent: expected a non-empty string"),
+        (json.dumps({"agent": "a", "time": True, "nodes": []}).encode(), "time: expected epoch seconds"),
+        (json.dumps({"agent": "a", "time": 1.0}).encode(), "nodes: expected a list"),
+        (json.dumps({"agent": "a", "time": 1.0, "nodes": ["n1", 3]}).encode(), "nodes: expected non-empty"),
+        (json.dumps({"agent": "a", "time": 1.0, "nodes": ["n"] * 2001}).encode(), "at most 2000"),
     ],
-    ids=["not-json", "a-list", "no-node", "bool-time", "bad-agent"],
+    ids=["not-json", "a-list", "no-agent", "bool-time", "no-nodes", "bad-node", "too-many"],
 )
 def test_bad_heartbeats_say_what_is_wrong(data: bytes, problem: str) -> None:
     with pytest.raises(HeartbeatError, match=problem):
         decode_heartbeat(data)
 
 
-def test_heartbeats_round_trip_and_agent_is_optional() -> None:
-    assert decode_heartbeat(encode_heartbeat(Heartbeat("n.1", 2.5, "a"))) == Heartbeat("n.1", 2.5, "a")
-    assert decode_heartbeat(b'{"node": "n1", "time": 3}') == Heartbeat("n1", 3.0)
+def test_heartbeats_round_trip_and_split_an_agents_nodes() -> None:
+    beat = Heartbeat("sim", 2.5, ("n.1", "n2"))
+    assert decode_heartbeat(encode_heartbeat(beat)) == beat
+    nodes = [f"n{i}" for i in range(4500)]
+    beats = heartbeats_for("sim", nodes, 7.0)
+    assert [len(b.nodes) for b in beats] == [2000, 2000, 500]
+    assert [n for b in beats for n in b.nodes] == nodes and {b.time for b in beats} == {7.0}
 
 
 @pytest.mark.parametrize(

@@ -148,7 +148,7 @@ def test_dump_load_round_trip() -> None:
     for name in ("a", "b", "c"):
         state = core.apply(state, log.created(pod(name, "g")))
     state = core.apply(state, log.event("PodBound", "default/c", {"node": "n2", "plan": "old"}))
-    state = core.heartbeat(state, "n1", 5.0)
+    state = core.heartbeat(state, ["n1"], 5.0)
     state = core.watch_from(state, 2.0)
     plan = PlanMessage(
         "p1",

@@ -58,14 +58,14 @@ def test_stale_nodes_become_not_ready_and_their_pods_lost(
     core = BinderCore()
     state, _ = cluster(core)
     for name, at in heartbeats.items():
-        state = core.heartbeat(state, name, at)
+        state = core.heartbeat(state, [name], at)
     assert summary(core.reconcile(state, now)) == expected
 
 
 def test_outputs_name_the_fact_and_its_cause() -> None:
     core = BinderCore()
     state, _ = cluster(core)
-    state = core.heartbeat(state, "n2", 200.0)
+    state = core.heartbeat(state, ["n2"], 200.0)
     not_ready, lost, *_ = core.reconcile(state, 111.0)
     assert not_ready.payload == {"last_heartbeat": 100.0}
     assert (not_ready.kind, not_ready.namespace, not_ready.correlation_id) == ("node", None, "n1")
@@ -95,7 +95,7 @@ def test_lifecycle_not_ready_lost_then_ready_again() -> None:
 
     def reconcile(now: float) -> list[Output]:
         """n2 keeps beating: only n1's story is told."""
-        return core.reconcile(core.heartbeat(state, "n2", now), now)
+        return core.reconcile(core.heartbeat(state, ["n2"], now), now)
 
     lost = reconcile(111.0)
     assert summary(lost) == LOST_N1
@@ -108,7 +108,7 @@ def test_lifecycle_not_ready_lost_then_ready_again() -> None:
     # silence goes on: nothing more to say
     assert reconcile(500.0) == []
     # the node is heard from again
-    state = core.heartbeat(state, "n1", 501.0)
+    state = core.heartbeat(state, ["n1"], 501.0)
     [ready] = reconcile(502.0)
     assert summary([ready]) == [("NodeReady", "n1")]
     state = land(core, state, log, [ready])
@@ -123,13 +123,13 @@ def test_lifecycle_not_ready_lost_then_ready_again() -> None:
 def test_a_binder_taking_over_gives_every_node_a_full_timeout() -> None:
     core = BinderCore()
     state, _ = cluster(core)
-    state = core.heartbeat(state, "n1", 105.0)
-    state = core.heartbeat(state, "n2", 105.0)
+    state = core.heartbeat(state, ["n1"], 105.0)
+    state = core.heartbeat(state, ["n2"], 105.0)
     # restored from a checkpoint long after: heartbeats are not in the log, nobody heard the nodes since
     state = core.load(core.dump(state))
     state = core.watch_from(state, 1000.0)
     assert core.reconcile(state, 1005.0) == []
-    state = core.heartbeat(state, "n1", 1006.0)
+    state = core.heartbeat(state, ["n1"], 1006.0)
     assert summary(core.reconcile(state, 1011.0)) == [("NodeNotReady", "n2")]
 
 

@@ -227,8 +227,8 @@ def test_a_plan_delivered_again_while_in_flight_is_not_decided_twice() -> None:
 
 def test_binds_to_a_silent_node_are_rejected_before_it_is_marked_not_ready() -> None:
     core, state, _ = cluster()
-    state = core.heartbeat(state, "n1", 100.0)
-    state = core.heartbeat(state, "n5", 80.0)
+    state = core.heartbeat(state, ["n1"], 100.0)
+    state = core.heartbeat(state, ["n5"], 80.0)
     _, ok = core.submit_plan(state, plan("a", binds("p0@n1")), 105.0)
     _, silent = core.submit_plan(state, plan("b", binds("p0@n5")), 105.0)
     assert ok[0].type == "PodBound"

@@ -20,10 +20,10 @@ from services.node_agent.core.core import NodeAgentCore
 from services.node_agent.logs_api import PodLogs, answer, logs_subject, pod_of_subject, read_chunk
 from shared.bus.heartbeats import (
     Heartbeat,
+    agent_of_subject,
     decode_heartbeat,
     encode_heartbeat,
     heartbeat_subject,
-    node_of_subject,
 )
 from shared.runner_types import Event
 
@@ -179,12 +179,13 @@ def test_logs_subjects_round_trip(namespace: str, pod: str) -> None:
 
 
 def test_heartbeat_format() -> None:
-    assert heartbeat_subject("n1") == "lahar.hb.n1"
-    assert node_of_subject(heartbeat_subject("node.example.com")) == "node.example.com"
-    beat = Heartbeat("n1", 1700000000.5, "agent-1")
-    assert json.loads(encode_heartbeat(beat)) == {"node": "n1", "time": 1700000000.5, "agent": "agent-1"}
+    assert heartbeat_subject("agent-1") == "lahar.hb.agent-1"
+    assert agent_of_subject(heartbeat_subject("node.example.com")) == "node.example.com"
+    beat = Heartbeat("agent-1", 1700000000.5, ("n1", "n2"))
+    expected = {"agent": "agent-1", "time": 1700000000.5, "nodes": ["n1", "n2"]}
+    assert json.loads(encode_heartbeat(beat)) == expected
     assert decode_heartbeat(encode_heartbeat(beat)) == beat
     with pytest.raises(ValueError):
-        decode_heartbeat(b'{"node": "n1"}')
+        decode_heartbeat(b'{"agent": "agent-1"}')
     with pytest.raises(ValueError):
-        node_of_subject("lahar.ev.node._.n1")
+        agent_of_subject("lahar.ev.node._.n1")
