@@ -12,7 +12,7 @@ no I/O, time comes in as arguments.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,8 +65,14 @@ class AgentCore:
             state.traces[after.run_id] = event.traceparent
         return state
 
-    def reconcile(self, state: AgentView, now: float) -> list[Output]:
-        return self.inner.reconcile(state.agent, now)
+    def touched(self, state: AgentView, event: Event) -> list[str]:
+        return self.inner.touched(state.agent, event)
+
+    def due(self, state: AgentView, now: float) -> list[str]:
+        return self.inner.due(state.agent, now)
+
+    def reconcile(self, state: AgentView, now: float, keys: Collection[str] | None = None) -> list[Output]:
+        return self.inner.reconcile(state.agent, now, keys)
 
     def dump(self, state: AgentView) -> bytes:
         data: dict[str, Any] = {

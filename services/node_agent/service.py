@@ -140,7 +140,7 @@ class NodeAgentService(EventSourcedService[AgentView]):
 
     def _observed(self, observation: Observation) -> None:
         now = self.clock()
-        self.fold(lambda state: self.agent_core.observe(state, observation, now))
+        self.fold(lambda state: self.agent_core.observe(state, observation, now), keys=[observation.pod])
 
     async def _unless_stopping(self, awaitable: Awaitable[T]) -> T | None:
         """The awaitable's result, or None once the service is stopping."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -81,6 +81,10 @@ class NodeAgentCore:
     ) -> None:
         self.name = f"{NODE_AGENT}.{agent}"
         self.nodes: dict[str, Node] = {node.meta.name: node for node in nodes}
+        # each node's registration, built once: comparing ids is all a full reconcile does per node
+        self.registrations: dict[str, Output] = {
+            name: _registration(node) for name, node in self.nodes.items()
+        }
         self.default_grace_s = default_grace_s
         self._handlers: dict[str, Callable[[AgentState, Event, str], None]] = {
             "PodCreated": self._created,
@@ -99,16 +103,33 @@ class NodeAgentCore:
     def apply(self, state: AgentState, event: Event) -> AgentState:
         handler = self._handlers.get(event.type)
         if handler is not None:
-            handler(state, event, f"{event.namespace}/{event.name}")
+            key = f"{event.namespace}/{event.name}"
+            handler(state, event, key)
+            if event.kind == "pod":
+                state.wake.add(key)
         return state
 
-    def reconcile(self, state: AgentState, now: float) -> list[Output]:
-        outputs = [
-            self._registration(node)
-            for name, node in self.nodes.items()
-            if state.registered.get(name) != node
-        ]
-        for key, run in state.runs.items():
+    def touched(self, state: AgentState, event: Event) -> list[str]:
+        """Pod keys: a pod event may change what its run's facts are."""
+        return [f"{event.namespace}/{event.name}"] if event.kind == "pod" else []
+
+    def due(self, state: AgentState, now: float) -> list[str]:
+        return []  # nothing the agent publishes waits on time: the runtime reports when runs end
+
+    def reconcile(self, state: AgentState, now: float, keys: Collection[str] | None = None) -> list[Output]:
+        """The facts of the runs of `keys` (pod keys) the log does not show yet; everything (keys None)
+        also registers the nodes whose last registration differs from their configuration."""
+        if keys is None:
+            outputs = [
+                output
+                for name, output in self.registrations.items()
+                if state.registered.get(name) != output.id
+            ]
+            runs: Iterable[tuple[str, Run]] = state.runs.items()
+        else:
+            outputs = []
+            runs = ((key, run) for key in keys if (run := state.runs.get(key)) is not None)
+        for key, run in runs:
             outputs.extend(self._due(key, run))
         return outputs
 
@@ -123,6 +144,7 @@ class NodeAgentCore:
         """Fold a runtime report. A report about a run the state no longer wants: a live one is an
         orphan to stop, an ended one closes the orphan."""
         run = state.runs.get(observation.pod)
+        state.wake.update((observation.pod, observation.run_id))
         if run is None or run.run_id != observation.run_id:
             if observation.kind == STARTED:
                 state.orphans.setdefault(observation.run_id, Orphan(observation.pod, self.default_grace_s))
@@ -159,27 +181,34 @@ class NodeAgentCore:
         state.orphans = {
             run_id: Orphan(key, self.default_grace_s) for key, run_id in alive.items() if run_id not in wanted
         }
+        state.wake.update(state.runs)
+        state.wake.update(state.orphans)
         return state
 
     def plan_actions(self, state: AgentState) -> tuple[AgentState, list[RuntimeAction]]:
-        """The runtime commands to issue now; the state records them as issued."""
+        """The runtime commands to issue now; the state records them as issued. Only the runs and orphans
+        something happened to since the last call are looked at."""
         actions: list[RuntimeAction] = []
-        for key, run in state.runs.items():
-            if not run.stop_reason and run.pod is not None and _never_started(run):
-                run.start_issued = True
-                actions.append(Start(key, run.run_id, run.pod))
-            elif run.stop_reason and run.observed == STARTED and not run.stop_issued:
-                run.stop_issued = True
-                actions.append(Stop(key, run.run_id, self._grace_s(run.pod)))
-        for run_id, orphan in state.orphans.items():
-            if not orphan.stop_issued:
+        woken, state.wake = state.wake, set()
+        for key in sorted(woken):
+            run = state.runs.get(key)
+            if run is not None:
+                if not run.stop_reason and run.pod is not None and _never_started(run):
+                    run.start_issued = True
+                    actions.append(Start(key, run.run_id, run.pod))
+                elif run.stop_reason and run.observed == STARTED and not run.stop_issued:
+                    run.stop_issued = True
+                    actions.append(Stop(key, run.run_id, self._grace_s(run.pod)))
+            orphan = state.orphans.get(key)
+            if orphan is not None and not orphan.stop_issued:
                 orphan.stop_issued = True
-                actions.append(Stop(orphan.pod, run_id, orphan.grace_s))
+                actions.append(Stop(orphan.pod, key, orphan.grace_s))
         return state, actions
 
     # --- folding events ---------------------------------------------------------------------------
     def _created(self, state: AgentState, event: Event, key: str) -> None:
-        state.specs[key] = decode_object(event.payload["object"])
+        # kept encoded: most pods are bound to another agent's nodes, and decoding is the costly part
+        state.specs[key] = event.payload["object"]
 
     def _bound(self, state: AgentState, event: Event, key: str) -> None:
         node = event.payload["node"]
@@ -188,8 +217,9 @@ class NodeAgentCore:
             self._abandon(state, key, previous)
         if node not in self.nodes:
             return
-        spec = state.specs.get(key)
-        pod = None if spec is None else replace(spec, spec=replace(spec.spec, node_name=node))
+        encoded = state.specs.get(key)
+        spec = None if encoded is None else decode_object(encoded)
+        pod = replace(spec, spec=replace(spec.spec, node_name=node)) if isinstance(spec, Pod) else None
         state.runs[key] = Run(run_id=event.id, node=node, pod=pod)
 
     def _evicting(self, state: AgentState, event: Event, key: str) -> None:
@@ -214,7 +244,7 @@ class NodeAgentCore:
 
     def _registered(self, state: AgentState, event: Event, key: str) -> None:
         if event.name in self.nodes:
-            state.registered[event.name] = decode_object(event.payload["object"])
+            state.registered[event.name] = event.id
 
     def _own_phase(self, state: AgentState, event: Event, key: str) -> None:
         phase = _PHASE_OF[event.type]
@@ -231,23 +261,9 @@ class NodeAgentCore:
     def _abandon(self, state: AgentState, key: str, run: Run) -> None:
         if run.observed == STARTED:
             state.orphans[run.run_id] = Orphan(key, self._grace_s(run.pod))
+            state.wake.add(run.run_id)
 
     # --- outputs ----------------------------------------------------------------------------------
-    def _registration(self, node: Node) -> Output:
-        encoded = encode_object(node)
-        digest = hashlib.sha256(json.dumps(encoded, sort_keys=True).encode()).hexdigest()[:16]
-        name = node.meta.name
-        return Output(
-            type="NodeRegistered",
-            kind="node",
-            namespace=None,
-            name=name,
-            payload={"object": encoded},
-            id=deterministic_id(NODE_AGENT, "NodeRegistered", name, digest),
-            causation_id=None,
-            correlation_id=name,
-        )
-
     def _due(self, key: str, run: Run) -> list[Output]:
         end = _ending(run)
         outputs = []
@@ -276,6 +292,22 @@ class NodeAgentCore:
     def _grace_s(self, pod: Pod | None) -> float:
         grace = None if pod is None else pod.spec.termination_grace_period_seconds
         return self.default_grace_s if grace is None else float(grace)
+
+
+def _registration(node: Node) -> Output:
+    encoded = encode_object(node)
+    digest = hashlib.sha256(json.dumps(encoded, sort_keys=True).encode()).hexdigest()[:16]
+    name = node.meta.name
+    return Output(
+        type="NodeRegistered",
+        kind="node",
+        namespace=None,
+        name=name,
+        payload={"object": encoded},
+        id=deterministic_id(NODE_AGENT, "NodeRegistered", name, digest),
+        causation_id=None,
+        correlation_id=name,
+    )
 
 
 def _never_started(run: Run) -> bool:

@@ -12,13 +12,14 @@ return it (copying thousands of runs per event would make the fold quadratic).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
 
 from contracts.codec import decode, encode
-from contracts.objects import Node, Pod
+from contracts.objects import Pod
 
 # what the log says was published for a run
 RUNNING = "Running"
@@ -102,10 +103,15 @@ class Orphan:
 
 @dataclass(slots=True)
 class AgentState:
-    registered: dict[str, Node] = field(default_factory=dict)  # node name -> as last registered
-    specs: dict[str, Pod] = field(default_factory=dict)  # pods created and not finished, on any node
+    # node name -> id of its last NodeRegistered (the id names the registered content)
+    registered: dict[str, str] = field(default_factory=dict)
+    # pods created and not finished, on any node, as encoded in their PodCreated (decoded when bound here)
+    specs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     runs: dict[str, Run] = field(default_factory=dict)  # pod key -> its current run on one of our nodes
     orphans: dict[str, Orphan] = field(default_factory=dict)  # run id -> orphan
+    # pod keys and orphan run ids whose runtime actions may have changed (plan_actions looks only at
+    # these); not checkpointed: a restart recovers every run and wakes them all
+    wake: set[str] = field(default_factory=set, compare=False)
 
 
 _RUN_SCALARS = (
@@ -124,10 +130,14 @@ _RUN_SCALARS = (
 )
 
 
+CHECKPOINT_VERSION = 2
+
+
 def dump_state(state: AgentState) -> bytes:
     data: dict[str, Any] = {
-        "registered": {name: encode(node) for name, node in state.registered.items()},
-        "specs": {key: encode(pod) for key, pod in state.specs.items()},
+        "version": CHECKPOINT_VERSION,
+        "registered": state.registered,
+        "specs": state.specs,
         "runs": {
             key: {
                 **{name: getattr(run, name) for name in _RUN_SCALARS},
@@ -142,13 +152,19 @@ def dump_state(state: AgentState) -> bytes:
 
 def load_state(blob: bytes) -> AgentState:
     data = msgpack.unpackb(blob, raw=False)
+    if data.get("version") != CHECKPOINT_VERSION:
+        # an older layout is only a cache of the log: the loop replays instead
+        raise ValueError(f"unsupported node agent checkpoint version {data.get('version')!r}")
     runs = {}
     for key, fields in data["runs"].items():
         pod = fields.pop("pod")
         runs[key] = Run(pod=None if pod is None else decode(Pod, pod), **fields)
+    orphans = {run_id: Orphan(*values) for run_id, values in data["orphans"].items()}
+    # what this process has issued is unknown: every run and orphan is looked at again
     return AgentState(
-        registered={name: decode(Node, node) for name, node in data["registered"].items()},
-        specs={key: decode(Pod, pod) for key, pod in data["specs"].items()},
+        registered=dict(data["registered"]),
+        specs=dict(data["specs"]),
         runs=runs,
-        orphans={run_id: Orphan(*values) for run_id, values in data["orphans"].items()},
+        orphans=orphans,
+        wake={*runs, *orphans},
     )

@@ -45,7 +45,13 @@ class Agent:
         self.pod_events = 0
 
     def append(
-        self, event_type: str, kind: str, name: str, payload: dict[str, Any], causation: str | None = None
+        self,
+        event_type: str,
+        kind: str,
+        name: str,
+        payload: dict[str, Any],
+        causation: str | None = None,
+        event_id: str | None = None,
     ) -> Event:
         seq = len(self.log) + 1
         namespace = None if kind == "node" else "default"
@@ -57,7 +63,7 @@ class Agent:
             namespace=namespace,
             name=name,
             payload=payload,
-            id=f"e{self.pod_events}" if kind == "pod" else f"node-{seq}",
+            id=f"e{self.pod_events}" if kind == "pod" else event_id or f"node-{seq}",
             time=float(seq),
             correlation_id=name,
             causation_id=causation,
@@ -117,7 +123,7 @@ class Agent:
         for output in self.core.reconcile(self.state, now):
             if output.kind == "pod":
                 transcript.append(describe_output(output))
-            self.append(output.type, output.kind, output.name, output.payload, output.causation_id)
+            self.append(output.type, output.kind, output.name, output.payload, output.causation_id, output.id)
         return transcript
 
 
