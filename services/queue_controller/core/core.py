@@ -3,6 +3,8 @@ checkpoint format (state.py's plain data as MessagePack)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import msgpack
 
 from contracts.events import QUEUE_CONTROLLER
@@ -23,9 +25,17 @@ class QueueControllerCore:
         """Fold one event; updates `state` in place and returns it."""
         return fold.apply(state, event)
 
-    def reconcile(self, state: State, now: float) -> list[Output]:
-        # nothing of a queue's lifecycle is timed
-        return reconcile.reconcile(state)
+    def touched(self, state: State, event: Event) -> list[str]:
+        """Queue names (the fold notes which queues an event changed, a PodGroup's through its queue)."""
+        changed = list(state.changed)
+        state.changed.clear()
+        return changed
+
+    def due(self, state: State, now: float) -> list[str]:
+        return []  # nothing of a queue's lifecycle is timed
+
+    def reconcile(self, state: State, now: float, keys: Collection[str] | None = None) -> list[Output]:
+        return reconcile.reconcile(state, keys)
 
     def dump(self, state: State) -> bytes:
         return msgpack.packb({"version": CHECKPOINT_VERSION, "state": to_plain(state)}, use_bin_type=True)

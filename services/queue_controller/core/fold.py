@@ -25,6 +25,8 @@ def apply(state: State, event: Event) -> State:
     handler = _HANDLERS.get(event.type)
     if handler is not None:
         handler(state, event)
+        if event.kind == "queue":
+            state.changed.add(event.name)
     return state
 
 
@@ -60,6 +62,7 @@ def _command_issued(state: State, event: Event) -> None:
     if record is not None:
         record.state = after_action(record.state, action, state.has_podgroups(record.name))
         record.state_cause = _cause(event)
+        state.changed.add(record.name)
 
 
 def _queue_state_changed(state: State, event: Event) -> None:
@@ -138,6 +141,7 @@ def _podgroups_changed(state: State, queue: str, event: Event) -> None:
     record = state.queues.get(queue)
     if record is None:
         return
+    state.changed.add(queue)
     record.counts_cause = _cause(event)
     following = after_sync(record.state, state.has_podgroups(queue))
     if following != record.state:

@@ -10,6 +10,7 @@ publishes afresh.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from contracts.events import QUEUE_CONTROLLER
@@ -17,9 +18,12 @@ from services.queue_controller.core.state import Cause, QueueRecord, State
 from shared.runner_types import Output, deterministic_id
 
 
-def reconcile(state: State) -> list[Output]:
+def reconcile(state: State, names: Iterable[str] | None = None) -> list[Output]:
+    """What to write about the queues `names` (default: every queue)."""
     outputs: list[Output] = []
-    for record in state.queues.values():
+    queues = state.queues
+    records = queues.values() if names is None else (r for n in names if (r := queues.get(n)) is not None)
+    for record in records:
         if record.state != record.published_state:
             payload = {"state": record.state}
             outputs.append(

@@ -56,6 +56,8 @@ class State:
     finished: set[str] = field(default_factory=set)
     # queue -> PodGroups not finished (derived), what closing waits for
     live: dict[str, int] = field(default_factory=dict)
+    # queues the events folded since the last touched() changed (transient: the loop's dirty keys)
+    changed: set[str] = field(default_factory=set, compare=False)
 
     def has_podgroups(self, queue: str) -> bool:
         """Does the queue still hold PodGroups of jobs that have not finished (a Closing queue waits)?"""
