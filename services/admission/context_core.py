@@ -12,7 +12,7 @@ value built from it on demand and cached until the next relevant event.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,7 +37,7 @@ from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Requ
 from services.admission.core.implicit_podgroup import GROUP_NAME
 from services.job_controller.core.expand import QUEUE_NAME
 from services.job_controller.core.plain.owner import owner_pod
-from shared.runner_types import Event, Output, deterministic_id
+from shared.runner_types import Event, Key, Output, deterministic_id
 
 CHECKPOINT_VERSION = 1
 # subjects admission writes to, whose last sequence guards its writes
@@ -334,7 +334,13 @@ class AdmissionViewCore:
     def apply(self, state: View, event: Event) -> View:
         return fold(state, event)
 
-    def reconcile(self, state: View, now: float) -> list[Output]:
+    def touched(self, state: View, event: Event) -> tuple[()]:
+        return ()
+
+    def due(self, state: View, now: float) -> tuple[()]:
+        return ()
+
+    def reconcile(self, state: View, now: float, keys: Collection[Key] | None = None) -> list[Output]:
         return []
 
     def dump(self, state: View) -> bytes:

@@ -9,7 +9,7 @@ that is still on its way settles or is rejected like any other, assumed or not.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ from contracts.codec import decode_object, encode_object
 from contracts.objects import Pod
 from services.scheduler.core.snapshot import GROUP_NAME_ANNOTATION
 from services.scheduler.view import SchedulerView, event_key, event_object
-from shared.runner_types import Event, Output
+from shared.runner_types import Event, Key, Output
 
 # The events that start a job's trace in this replica's eyes (the job-controller writes them in the
 # job's trace); a plan for the PodGroup is traced as a child of the latest one.
@@ -89,7 +89,15 @@ class ViewCore:
             state.traces.pop(event_key(event), None)
         return state
 
-    def reconcile(self, state: SchedulerState, now: float) -> list[Output]:
+    def touched(self, state: SchedulerState, event: Event) -> tuple[()]:
+        return ()  # a replica writes no events: it answers the view's changes with sessions
+
+    def due(self, state: SchedulerState, now: float) -> tuple[()]:
+        return ()
+
+    def reconcile(
+        self, state: SchedulerState, now: float, keys: Collection[Key] | None = None
+    ) -> list[Output]:
         return []
 
     def dump(self, state: SchedulerState) -> bytes:

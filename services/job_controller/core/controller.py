@@ -9,8 +9,8 @@ whichever core has it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
@@ -28,6 +28,12 @@ CHECKPOINT_VERSION = 1
 class ControllerState:
     jobs: Projected
     plain: PlainState
+    # the plain objects the last applied event touched (transient: what touched() hands the loop)
+    plain_touched: list[ObjectKey] = field(default_factory=list, compare=False)
+
+
+# What the controller reconciles one at a time: ("job", job key) or ("plain", a plain object's key).
+ControllerKey = tuple[str, Any]
 
 
 class ControllerCore:
@@ -43,12 +49,28 @@ class ControllerCore:
 
     def apply(self, state: ControllerState, event: Event) -> ControllerState:
         self.jobs.apply(state.jobs, event)
-        for key in self.plain.apply(state.plain, event):
+        state.plain_touched = self.plain.apply(state.plain, event)
+        for key in state.plain_touched:
             state.jobs.dirty[key] = event.seq
         return state
 
-    def reconcile(self, state: ControllerState, now: float) -> list[Output]:
-        return self.jobs.reconcile(state.jobs, now) + self.plain.reconcile(state.plain)
+    def touched(self, state: ControllerState, event: Event) -> list[ControllerKey]:
+        keys: list[ControllerKey] = [("job", key) for key in self.jobs.touched(state.jobs, event)]
+        keys += [("plain", key) for key in state.plain_touched]
+        return keys
+
+    def due(self, state: ControllerState, now: float) -> list[ControllerKey]:
+        return [("job", key) for key in self.jobs.due(state.jobs, now)]
+
+    def reconcile(
+        self, state: ControllerState, now: float, keys: Collection[ControllerKey] | None = None
+    ) -> list[Output]:
+        if keys is None:
+            return self.jobs.reconcile(state.jobs, now) + self.plain.reconcile(state.plain)
+        jobs = [key for scope, key in keys if scope == "job"]
+        plain = [key for scope, key in keys if scope == "plain"]
+        outputs = self.jobs.reconcile(state.jobs, now, jobs) if jobs else []
+        return outputs + (self.plain.reconcile(state.plain, plain) if plain else [])
 
     def dirty(self, state: ControllerState) -> dict[ObjectKey, int]:
         return state.jobs.dirty

@@ -4,6 +4,7 @@ the pod owners and the tallies — are rebuilt on load rather than stored."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import msgpack
@@ -11,7 +12,7 @@ import msgpack
 from contracts import codec
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import Job, PriorityClass
-from services.job_controller.core import fold, reconcile
+from services.job_controller.core import deadlines, fold, reconcile
 from services.job_controller.core.state import (
     Cause,
     JobRecord,
@@ -25,6 +26,10 @@ from services.job_controller.core.state import (
 from shared.runner_types import Event, Output
 
 CHECKPOINT_VERSION = 2
+# events that may let a job waiting for its queue to open (or for a priority class) create its PodGroup
+_WAITING_JOBS_EVENTS = frozenset(
+    {"QueueStateChanged", "QueueApplied", "QueueDeleted", "PriorityClassApplied", "PriorityClassDeleted"}
+)
 
 
 class JobControllerCore:
@@ -35,10 +40,27 @@ class JobControllerCore:
 
     def apply(self, state: State, event: Event) -> State:
         """Fold one event; updates `state` in place and returns it."""
-        return fold.apply(state, event)
+        fold.apply(state, event)
+        key = _job_of(state, event)
+        if key is not None:
+            deadlines.schedule(state.deadlines, key, state.jobs.get(key))
+        return state
 
-    def reconcile(self, state: State, now: float) -> list[Output]:
-        return reconcile.reconcile(state, now)
+    def touched(self, state: State, event: Event) -> list[str]:
+        """Job keys: the job an event is about (a pod's owner, a command's target); a queue's state or a
+        priority class matters to every job still waiting to create its PodGroup."""
+        key = _job_of(state, event)
+        if key is not None:
+            return [key]
+        if event.type in _WAITING_JOBS_EVENTS:
+            return [k for k, r in state.jobs.items() if r.active and r.podgroup is None]
+        return []
+
+    def due(self, state: State, now: float) -> list[str]:
+        return deadlines.due(state.deadlines, now)
+
+    def reconcile(self, state: State, now: float, keys: Collection[str] | None = None) -> list[Output]:
+        return reconcile.reconcile(state, now, keys)
 
     def dump(self, state: State) -> bytes:
         return msgpack.packb({"version": CHECKPOINT_VERSION, "state": to_plain(state)}, use_bin_type=True)
@@ -62,6 +84,16 @@ def to_plain(state: State) -> dict[str, Any]:
     }
 
 
+def _job_of(state: State, event: Event) -> str | None:
+    if event.kind in ("job", "podgroup"):
+        return pod_key(event.namespace or "", event.name)
+    if event.kind == "pod":
+        return state.pod_owner.get(pod_key(event.namespace or "", event.name))
+    if event.type == "CommandIssued" and event.payload.get("target_kind") == "Job":
+        return str(event.payload.get("target"))
+    return None
+
+
 def from_plain(data: dict[str, Any]) -> State:
     state = State(queue_states=dict(data["queue_states"]))
     for item in data["priority_classes"]:
@@ -73,6 +105,7 @@ def from_plain(data: dict[str, Any]) -> State:
         state.jobs[record.key] = record
         for name in record.pods:
             state.pod_owner[pod_key(job_namespace(record.key), name)] = record.key
+    state.deadlines = deadlines.rebuild(state.jobs)
     return state
 
 

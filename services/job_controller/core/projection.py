@@ -10,7 +10,7 @@ details are checkpointed with the state, the dirty marks are not (a new leader r
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,8 +70,14 @@ class ProjectedCore:
             _forget_details(state, key)
         return state
 
-    def reconcile(self, state: Projected, now: float) -> list[Output]:
-        return self.inner.reconcile(state.core, now)
+    def touched(self, state: Projected, event: Event) -> list[str]:
+        return self.inner.touched(state.core, event)
+
+    def due(self, state: Projected, now: float) -> list[str]:
+        return self.inner.due(state.core, now)
+
+    def reconcile(self, state: Projected, now: float, keys: Collection[str] | None = None) -> list[Output]:
+        return self.inner.reconcile(state.core, now, keys)
 
     def dirty(self, state: Projected) -> dict[ObjectKey, int]:
         return state.dirty

@@ -24,6 +24,7 @@ every reader takes as the job's deletion.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from contracts import codec
@@ -59,9 +60,12 @@ STOP_REASONS = {
 }
 
 
-def reconcile(state: State, now: float) -> list[Output]:
+def reconcile(state: State, now: float, keys: Iterable[str] | None = None) -> list[Output]:
+    """What to write about the jobs `keys` (default: every job)."""
     outputs: list[Output] = []
-    for record in state.jobs.values():
+    jobs = state.jobs
+    records = jobs.values() if keys is None else (r for k in keys if (r := jobs.get(k)) is not None)
+    for record in records:
         if record.active:
             outputs.extend(_reconcile_active(state, record, now))
         else:

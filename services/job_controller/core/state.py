@@ -162,11 +162,22 @@ class JobRecord:
 
 
 @dataclass(slots=True)
+class Deadlines:
+    """A heap of (deadline, job key), and each job's latest deadline: entries it moved away from are
+    stale and skipped (see deadlines.py)."""
+
+    heap: list[tuple[float, str]] = field(default_factory=list)
+    scheduled: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class State:
     jobs: dict[str, JobRecord] = field(default_factory=dict)  # by job key
     pod_owner: dict[str, str] = field(default_factory=dict)  # pod key -> job key (derived from jobs)
     queue_states: dict[str, str] = field(default_factory=dict)  # from QueueStateChanged
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    # the jobs' time-based deadlines (deadlines.py; derived from jobs, not checkpointed)
+    deadlines: Deadlines = field(default_factory=lambda: Deadlines(), compare=False)
 
 
 def new_record(key: str, job: Job | None, cause: Cause) -> JobRecord:

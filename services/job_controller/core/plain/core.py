@@ -9,7 +9,7 @@ the state as plain data. The job-controller's service runs it beside the Jobs' c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -29,8 +29,8 @@ class PlainCore:
         """Fold one event; returns the read-model objects it may have changed."""
         return fold.apply(state, event)
 
-    def reconcile(self, state: PlainState) -> list[Output]:
-        return reconcile.reconcile(state)
+    def reconcile(self, state: PlainState, keys: Iterable[ObjectKey] | None = None) -> list[Output]:
+        return reconcile.reconcile(state, keys)
 
     def render(self, state: PlainState, key: ObjectKey) -> ApiObject | None:
         kind, namespace, name = key

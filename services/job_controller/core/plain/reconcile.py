@@ -13,6 +13,7 @@ Jobs: outputs follow from the state alone, and ids from the fact, so a repeat is
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -20,17 +21,44 @@ from contracts import codec
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import PodGroupStatus, PodStatus, frozen_map
 from services.job_controller.core.expand import QUEUE_NAME
+from services.job_controller.core.plain.fold import ObjectKey
 from services.job_controller.core.plain.state import PlainGroup, PlainPod, PlainState, own_group
 from shared.runner_types import Output, deterministic_id
 
 
-def reconcile(state: PlainState) -> list[Output]:
+def reconcile(state: PlainState, keys: Iterable[ObjectKey] | None = None) -> list[Output]:
+    """What to write about the objects `keys` (default: every one). A pod and its PodGroup decide about
+    each other (a pod waits for its group, a pod's own group goes with it), so each key brings the other
+    along."""
+    if keys is None:
+        groups: Iterable[PlainGroup] = state.groups.values()
+        pods: Iterable[PlainPod] = state.pods.values()
+    else:
+        groups, pods = _related(state, keys)
     outputs: list[Output] = []
-    for group in state.groups.values():
+    for group in groups:
         outputs.extend(_group_outputs(state, group))
-    for record in state.pods.values():
+    for record in pods:
         outputs.extend(_pod_outputs(state, record))
     return outputs
+
+
+def _related(state: PlainState, keys: Iterable[ObjectKey]) -> tuple[list[PlainGroup], list[PlainPod]]:
+    group_keys: dict[str, None] = {}
+    pod_keys: dict[str, None] = {}
+    for kind, namespace, name in keys:
+        full = f"{namespace}/{name}"
+        if kind == "pod":
+            pod_keys[full] = None
+            record = state.pods.get(full)
+            if record is not None:
+                group_keys[record.group_key] = None
+        elif kind == "podgroup":
+            group_keys[full] = None
+            pod_keys.update(dict.fromkeys(sorted(state.members.get(full, ()))))
+    groups = [g for k in group_keys if (g := state.groups.get(k)) is not None]
+    pods = [r for k in pod_keys if (r := state.pods.get(k)) is not None]
+    return groups, pods
 
 
 def _group_outputs(state: PlainState, group: PlainGroup) -> list[Output]:
