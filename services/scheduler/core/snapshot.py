@@ -2,14 +2,18 @@
 
 A snapshot is a value: the scheduler service builds it from its event-fed view, `lahar simulate` from
 YAML files, replay from a recorded log. Sessions never modify it.
+
+A producer that keeps the node table between sessions (the scheduler's view) passes it as `node_base`,
+the same nodes in the same order as `nodes`; without one a session builds it from the Node objects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from contracts.objects import HyperNode, Node, ObjectMeta, Pod, PodGroup, PriorityClass, Queue
+from services.scheduler.core.model.node_base import NodeBase
 
 DEFAULT_QUEUE = "default"
 ROOT_QUEUE = "root"
@@ -27,6 +31,10 @@ class ClusterSnapshot:
     hypernodes: tuple[HyperNode, ...] = ()
     # the event-log sequence this snapshot reflects (0 for offline inputs)
     sequence: int = 0
+    node_base: NodeBase | None = field(default=None, compare=False, repr=False)
+
+    def nodes_as_base(self) -> NodeBase:
+        return self.node_base if self.node_base is not None else NodeBase.build(self.nodes)
 
     @classmethod
     def from_objects(cls, objects: Iterable[object], sequence: int = 0) -> ClusterSnapshot:
@@ -63,3 +71,12 @@ class ClusterSnapshot:
             hypernodes=tuple(buckets[HyperNode]),
             sequence=sequence,
         )
+
+
+def podgroup_key(pod: Pod) -> str:
+    """The PodGroup a pod schedules with: its group annotation, else the implicit group of one that a
+    session gives it (`podgroup-<uid>`)."""
+    group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+    if not group:
+        group = f"podgroup-{pod.meta.uid or pod.meta.name}"
+    return f"{pod.meta.namespace}/{group}"

@@ -27,11 +27,16 @@ _VALID = frozenset(
 
 class JobInfo:
     """Mutable per-session state of one PodGroup. Counters by status are kept incrementally because the
-    gang checks run after every placement."""
+    gang checks run after every placement.
+
+    A job this replica does not own (`owned` False) is never placed by the session, only seen: its pods
+    on nodes are tasks (they use the nodes, they may be victims), its pending pods with a request are
+    only counted in `unplaced` (request -> pods), which is what queue shares need of them."""
 
     __slots__ = (
         "allocated",
         "allocated_hypernode",
+        "best_effort",
         "creation_timestamp",
         "fit_errors",
         "job_fit_error",
@@ -41,6 +46,7 @@ class JobInfo:
         "namespace",
         "network_topology",
         "new_conditions",
+        "owned",
         "phase",
         "podgroup",
         "preemptable",
@@ -53,10 +59,11 @@ class JobInfo:
         "tasks_by_status",
         "total_request",
         "uid",
+        "unplaced",
         "unschedulable_this_session",
     )
 
-    def __init__(self, podgroup: PodGroup, priority: int) -> None:
+    def __init__(self, podgroup: PodGroup, priority: int, *, owned: bool = True) -> None:
         self.podgroup = podgroup
         self.uid = podgroup.meta.key
         self.name = podgroup.meta.name
@@ -71,7 +78,10 @@ class JobInfo:
         self.phase = podgroup.status.phase or "Pending"
         self.preemptable = podgroup.meta.annotations.get("volcano.sh/preemptable", "").lower() == "true"
         self.allocated_hypernode: str = podgroup.meta.annotations.get("volcano.sh/allocated-hypernode", "")
+        self.owned = owned
         self.tasks: dict[str, TaskInfo] = {}
+        self.best_effort: list[TaskInfo] = []  # tasks without a request; their set never changes
+        self.unplaced: dict[Resources, int] = {}
         self.tasks_by_status: dict[TaskStatus, dict[str, TaskInfo]] = defaultdict(dict)
         self.status_counts: dict[TaskStatus, int] = defaultdict(int)
         self.role_status_counts: dict[str, dict[TaskStatus, int]] = defaultdict(lambda: defaultdict(int))
@@ -87,8 +97,24 @@ class JobInfo:
     # --- membership -----------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
+        if task.best_effort:
+            self.best_effort.append(task)
         self._index(task)
         self.total_request = self.total_request + task.resreq
+
+    def add_unplaced(self, requests: Resources) -> None:
+        """A pending pod of a job another replica places: counted, not modelled."""
+        self.unplaced[requests] = self.unplaced.get(requests, 0) + 1
+
+    def unplaced_request(self) -> Resources:
+        total = EMPTY
+        for requests, count in self.unplaced.items():
+            total = total + requests.times(count)
+        return total
+
+    def task_count(self) -> int:
+        """Every pod of the job, modelled or only counted."""
+        return len(self.tasks) + sum(self.unplaced.values())
 
     def _index(self, task: TaskInfo) -> None:
         self.tasks_by_status[task.status][task.uid] = task

@@ -7,19 +7,19 @@ wait for are `future_idle = idle + releasing - pipelined`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
-from contracts.objects import Node, Taint
-from contracts.resources import PODS
-from services.scheduler.core.model.resource_index import ResourceIndex
+from contracts.objects import Taint
+from services.scheduler.core.model.node_base import NodeBase
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
-
-DEFAULT_MAX_PODS = 110
 
 
 class NodeTable:
+    """A session's nodes: the static columns of a NodeBase (shared, read-only) and the accounting columns
+    this session changes."""
+
     __slots__ = (
         "allocatable",
         "future",
@@ -28,7 +28,6 @@ class NodeTable:
         "labels",
         "max_pods",
         "names",
-        "nodes",
         "pipelined",
         "pod_count",
         "ready",
@@ -40,32 +39,25 @@ class NodeTable:
         "used",
     )
 
-    def __init__(self, nodes: Sequence[Node], resources: ResourceIndex) -> None:
-        self.resources = resources
-        self.nodes = tuple(nodes)
-        self.names: list[str] = [n.meta.name for n in nodes]
-        self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
-        width = resources.width
-        count = len(nodes)
-        self.allocatable = np.zeros((count, width), dtype=np.int64)
-        for i, node in enumerate(nodes):
-            self.allocatable[i] = resources.vector(node.allocatable or node.capacity)
+    def __init__(self, base: NodeBase) -> None:
+        self.resources = base.resources
+        self.names: tuple[str, ...] = base.names
+        self.index: Mapping[str, int] = base.index
+        self.allocatable = base.allocatable
+        self.max_pods = base.max_pods
+        self.labels: tuple[Mapping[str, str], ...] = base.labels
+        self.taints: tuple[tuple[Taint, ...], ...] = base.taints
+        self.unschedulable = base.unschedulable
+        self.ready = base.ready
+        count, width = base.allocatable.shape
         self.used = np.zeros((count, width), dtype=np.int64)
         self.releasing = np.zeros((count, width), dtype=np.int64)
         self.pipelined = np.zeros((count, width), dtype=np.int64)
-        self.idle = self.allocatable.copy()
+        self.idle = base.allocatable.copy()
         # idle + releasing - pipelined, kept incrementally because every fit check reads it
-        self.future = self.allocatable.copy()
+        self.future = base.allocatable.copy()
         self.pod_count = np.zeros(count, dtype=np.int64)
-        self.max_pods = np.array(
-            [(n.allocatable or n.capacity).get(PODS, DEFAULT_MAX_PODS * 1000) // 1000 for n in nodes],
-            dtype=np.int64,
-        )
-        self.labels: list[Mapping[str, str]] = [n.meta.labels for n in nodes]
-        self.taints: list[tuple[Taint, ...]] = [n.taints for n in nodes]
-        self.unschedulable = np.array([n.unschedulable for n in nodes], dtype=bool)
-        self.ready = np.array([n.ready for n in nodes], dtype=bool)
-        self.tasks: list[dict[str, TaskInfo]] = [{} for _ in nodes]
+        self.tasks: list[dict[str, TaskInfo]] = [{} for _ in range(count)]
 
     def __len__(self) -> int:
         return len(self.names)
