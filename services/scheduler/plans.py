@@ -1,10 +1,11 @@
 """Plan messages: what a scheduler replica sends the binder after a session (pure).
 
-A session decides for every PodGroup; a replica keeps only what concerns the PodGroups it owns on the
-ring and sends one message per committed Statement, plus one message for status changes of owned
-PodGroups that no Statement touched. The wire format (MessagePack) is
-`{plan_id, replica, seq, binds: [{pod, job, node}], evictions: [{pod, job, node, reason}],
-podgroups: {key: {phase, conditions, running, succeeded, failed, allocated_hypernode}}}`.
+A replica's session decides only for the PodGroups it owns on the ring (a session without an ownership
+predicate decides for all, and `build_plans` keeps the owned part); a replica sends one message per
+committed Statement, plus one message for status changes of owned PodGroups that no Statement touched.
+The wire format (MessagePack) is `{plan_id, replica, seq, binds: [{pod, job, node}],
+evictions: [{pod, job, node, reason}], podgroups: {key: {phase, conditions, running, succeeded, failed,
+allocated_hypernode}}}`.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ class PlanMessage:
 
     @property
     def subject(self) -> str:
-        """The PodGroup the plan is about: its gang (first bind), else its first victim's, else its first
-        status update's. Ownership and the PlanRejected subject both use it, so exactly one replica
-        sends a plan and its rejection reaches that replica."""
+        """The PodGroup the plan is about as its content says: its gang (first bind), else its first
+        victim's, else its first status update's. The binder names a PlanRejected after it; the
+        rejection reaches the replica that sent the plan by plan id, whatever the subject."""
         return plan_subject(Plan(self.binds, self.evictions)) or min(self.podgroups, default="")
 
     def pod_keys(self) -> tuple[str, ...]:
@@ -51,7 +52,10 @@ class PlanMessage:
 
 
 def plan_subject(plan: Plan) -> str:
-    """The gang a session's plan places (its first bind's), else the first victim's PodGroup."""
+    """The PodGroup a session's plan acted for, else (a plan read back from the wire does not carry it)
+    the gang it places (its first bind's), else the first victim's PodGroup."""
+    if plan.job:
+        return plan.job
     if plan.binds:
         return plan.binds[0].job
     return plan.evictions[0].job if plan.evictions else ""
@@ -93,7 +97,7 @@ def build_plans(
     for index, plan in enumerate(result.plans):
         if plan_subject(plan) not in owned:
             continue
-        groups = {b.job for b in plan.binds} | {e.job for e in plan.evictions}
+        groups = {b.job for b in plan.binds} | {e.job for e in plan.evictions} | {plan.job}
         attached = {key: changed.pop(key) for key in sorted(groups) if key in changed}
         content = _content(plan, attached)
         messages.append(_message(plan_id(replica, seq, index, content), replica, seq, plan, attached))

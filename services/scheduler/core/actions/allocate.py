@@ -47,7 +47,7 @@ def pick_up_jobs(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, Prio
     promoted when no enqueue action is configured); invalid jobs get their reason recorded."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
     jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-    for job in ssn.jobs.values():
+    for job in ssn.owned_jobs.values():
         if job.is_pending_phase():
             if ssn.enqueue_enabled:
                 continue

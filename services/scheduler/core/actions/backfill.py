@@ -44,7 +44,7 @@ def pick_up_tasks(ssn: Session) -> list[TaskInfo]:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
     jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
     tasks_by_job: dict[str, list[TaskInfo]] = {}
-    for job in ssn.jobs.values():
+    for job in ssn.owned_jobs.values():
         pending = [t for t in job.tasks_by_status[TaskStatus.PENDING].values() if t.best_effort]
         pipelined = [t for t in job.tasks_by_status[TaskStatus.PIPELINED].values() if t.best_effort]
         # cheap test first: most jobs have no BestEffort task, so JobValid is not worth asking
@@ -102,4 +102,4 @@ class BackfillAction(Action):
             return
         for task in leftovers:
             job.update_task_status(task, TaskStatus.BINDING)
-        ssn.plans.append(Plan(tuple(Bind(t.key, t.job, t.node) for t in leftovers)))
+        ssn.plans.append(Plan(tuple(Bind(t.key, t.job, t.node) for t in leftovers), job=job.uid))

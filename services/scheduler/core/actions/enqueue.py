@@ -20,7 +20,7 @@ class EnqueueAction(Action):
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.owned_jobs.values():
             queue = ssn.queues.get(job.queue)
             if queue is None or not job.is_pending_phase():
                 continue

@@ -76,7 +76,7 @@ class PreemptAction(Action):
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         starving: dict[str, list[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.owned_jobs.values():
             queue = eligible_queue(ssn, job)
             if queue is None or not ssn.job_starving_fn(job) or job.network_topology is not None:
                 continue

@@ -47,7 +47,7 @@ class ReclaimAction(Action):
         seen: set[str] = set()
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.owned_jobs.values():
             queue = eligible_queue(ssn, job)
             if queue is None:
                 continue

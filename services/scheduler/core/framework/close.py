@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from contracts.objects import PodGroupCondition
 from services.scheduler.core.framework.plan import PodGroupUpdate, QueueUpdate, SessionResult
 from services.scheduler.core.model.job import JobInfo
-from services.scheduler.core.model.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus
+from services.scheduler.core.model.task import SCHEDULED_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
@@ -41,8 +41,9 @@ def _conditions(job: JobInfo, ssn: Session) -> tuple[PodGroupCondition, ...]:
 
 
 def close_session(ssn: Session) -> SessionResult:
+    """Statuses and reservations of the jobs the session owns; queue figures of every queue."""
     podgroups: dict[str, PodGroupUpdate] = {}
-    for key, job in ssn.jobs.items():
+    for key, job in ssn.owned_jobs.items():
         podgroups[key] = PodGroupUpdate(
             phase=podgroup_phase(job),
             conditions=_conditions(job, ssn),
@@ -53,7 +54,9 @@ def close_session(ssn: Session) -> SessionResult:
         )
     queues = _queue_figures(ssn)
     pipelined = {
-        t.key: t.node for job in ssn.jobs.values() for t in job.tasks_by_status[TaskStatus.PIPELINED].values()
+        t.key: t.node
+        for job in ssn.owned_jobs.values()
+        for t in job.tasks_by_status[TaskStatus.PIPELINED].values()
     }
     return SessionResult(ssn.uid, tuple(ssn.plans), pipelined, podgroups, queues)
 
@@ -69,10 +72,8 @@ def _queue_figures(ssn: Session) -> dict[str, QueueUpdate]:
     allocated: dict[str, dict[str, int]] = {name: {} for name in ssn.queues}
     for job in ssn.jobs.values():
         bucket = allocated.setdefault(job.queue, {})
-        for task in job.tasks.values():
-            if task.status in ALLOCATED_STATUSES:
-                for dim, value in task.resreq.items():
-                    bucket[dim] = bucket.get(dim, 0) + value
+        for dim, value in job.allocated.items():  # the sum of its allocated tasks' requests
+            bucket[dim] = bucket.get(dim, 0) + value
     out = {}
     for name in ssn.queues:
         known = figures.get(name)

@@ -28,6 +28,9 @@ class Plan:
 
     binds: tuple[Bind, ...] = ()
     evictions: tuple[Eviction, ...] = ()
+    # the PodGroup the statement acted for: the gang it placed, the preemptor's or reclaimer's (whose
+    # task is only pipelined, so no bind names it); "" when unknown
+    job: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.binds or self.evictions)

@@ -2,6 +2,11 @@
 
 Pure: no I/O, no clock (the caller passes `now`), no randomness but the seeded `rng`. The same session
 runs in the scheduler service, in `lahar simulate` and in replay.
+
+`owns` says which PodGroups this session places (a scheduler replica's share of the ring; None: all).
+Every PodGroup is in the model, so queue shares, DRF shares and quotas are the whole cluster's and any
+running task may be a victim, but only owned jobs (`owned_jobs`) are enqueued, allocated, backfilled or
+preempt and reclaim for themselves, and only they get a PodGroup status at close.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from collections.abc import Iterable
 
 from contracts.resources import Resources
 from services.scheduler.core.conf import SchedulerConf, default_conf
-from services.scheduler.core.framework.build import build_model
+from services.scheduler.core.framework.build import Owns, build_model
 from services.scheduler.core.framework.plan import Plan, SessionResult
 from services.scheduler.core.framework.plugin import Plugin
 from services.scheduler.core.framework.statement import Statement
@@ -32,16 +37,20 @@ class Session(TierDispatch):
         seed: int = 0,
         session_id: str = "session-0",
         now: float = 0.0,
+        owns: Owns | None = None,
     ) -> None:
         self.conf = conf or default_conf()
         self.snapshot = snapshot
         self.uid = session_id
         self.now = now
         self.rng = random.Random(seed)
-        model = build_model(snapshot)
+        model = build_model(snapshot, owns)
         self.resources = model.resources
         self.nodes = model.nodes
         self.jobs: dict[str, JobInfo] = model.jobs
+        self.owned_jobs: dict[str, JobInfo] = (
+            model.jobs if owns is None else {key: job for key, job in model.jobs.items() if job.owned}
+        )
         self.queues: dict[str, QueueInfo] = model.queues
         self.priority_classes = model.priority_classes
         self.default_priority = model.default_priority
@@ -114,6 +123,8 @@ def run_session(
     seed: int = 0,
     session_id: str = "session-0",
     now: float = 0.0,
+    owns: Owns | None = None,
 ) -> SessionResult:
-    """Open a session over `snapshot`, run the configured actions and return what it decided."""
-    return Session(snapshot, conf, seed=seed, session_id=session_id, now=now).run()
+    """Open a session over `snapshot`, run the configured actions and return what it decided about the
+    PodGroups `owns` accepts (None: all)."""
+    return Session(snapshot, conf, seed=seed, session_id=session_id, now=now, owns=owns).run()

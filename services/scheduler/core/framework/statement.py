@@ -98,6 +98,7 @@ class Statement:
         ssn = self.ssn
         binds: list[Bind] = []
         evictions: list[Eviction] = []
+        actor = next((task.job for op, task, *_ in self._ops if op is not Op.EVICT), "")
         for op, task, node_index, reason, _ in self._ops:
             if op is Op.ALLOCATE:
                 job = ssn.jobs[task.job]
@@ -106,7 +107,7 @@ class Statement:
             elif op is Op.EVICT:
                 evictions.append(Eviction(task.key, task.job, ssn.nodes.names[node_index], reason))
         self._ops = []
-        plan = Plan(tuple(binds), tuple(evictions))
+        plan = Plan(tuple(binds), tuple(evictions), actor)
         if plan:
             ssn.plans.append(plan)
         return plan

@@ -190,6 +190,9 @@ class QueueLedger:
         for task in job.tasks_by_status[TaskStatus.PENDING].values():
             accumulate(self.request, task.resreq.items())
             accumulate(self.request, ((PODS, MILLI),))
+        for requests, count in job.unplaced.items():  # pending pods another replica places
+            accumulate(self.request, requests.times(count).items())
+            accumulate(self.request, ((PODS, count * MILLI),))
         if reserves_minimum(job):
             accumulate(self.inqueue, unmet_minimum(job).items())
         accumulate(self.elastic, allocated.exceeded_part(job.min_resources or EMPTY).items())

@@ -41,20 +41,15 @@ class GangPlugin(Plugin):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
-        # Best-effort tasks never change inside a session; keeping them per job makes the "pending
-        # best-effort" count O(#best-effort tasks) instead of a scan of all pending tasks per placement.
-        self._best_effort: dict[str, tuple[TaskInfo, ...]] = {}
-        for job in ssn.jobs.values():
-            best_effort = tuple(t for t in job.tasks.values() if t.best_effort)
-            if best_effort:
-                self._best_effort[job.uid] = best_effort
         # status of each task's last placement (Volcano's LastTransaction): a pending task whose last,
         # discarded placement was an allocation could have been scheduled, had the gang fit
         self._last_placement: dict[str, TaskStatus] = {}
 
     # --- counters ---------------------------------------------------------------------------------
     def _pending_best_effort(self, job: JobInfo, role: str | None = None) -> int:
-        tasks = self._best_effort.get(job.uid)
+        # the job keeps its best-effort tasks apart: counting them is O(#best-effort tasks), not a scan
+        # of all pending tasks per placement
+        tasks = job.best_effort
         if not tasks:
             return 0
         return sum(1 for t in tasks if t.status == TaskStatus.PENDING and (role is None or t.role == role))
@@ -148,7 +143,7 @@ class GangPlugin(Plugin):
 
     # --- close ------------------------------------------------------------------------------------------
     def on_session_close(self, ssn: Session) -> None:
-        for job in ssn.jobs.values():
+        for job in ssn.owned_jobs.values():  # conditions are written for the PodGroups this replica owns
             # a job without pods is reported only when enqueue rejected it (its PodGroup stays Pending)
             if not job.tasks and not job.job_fit_error:
                 continue

@@ -74,7 +74,8 @@ class NetworkTopologyAwarePlugin(Plugin):
             if col is not None:
                 self._column_weight[col] = value
         topology = ssn.topology
-        topology_jobs = [job for job in ssn.jobs.values() if job.network_topology is not None]
+        # only jobs this session places ask for gradients and domains
+        topology_jobs = [job for job in ssn.owned_jobs.values() if job.network_topology is not None]
         # effective highestTierAllowed per topology job (None: no tier limit given, the cluster only)
         self._allowed = {job.uid: self._allowed_tier(ssn, job) for job in topology_jobs}
         self._node_of: dict[str, int] = {}  # where an in-session placement went (undo sees node -1)
