@@ -2,7 +2,10 @@
 replica has planned and not yet seen committed (pure).
 
 Applying an event is O(1) and builds only the objects it touches; `snapshot()` returns tuples that are
-cached per kind until that kind changes, so a snapshot of a large cluster costs a few tuple copies.
+cached per kind until that kind changes, so a snapshot of a large cluster costs a few tuple copies. The
+node table's static columns are kept too (`NodeRows`: a node event rewrites one row) and every snapshot
+carries them, so no session converts Node objects. Finished work (pods and PodGroups of finished gangs,
+see `core/live.py`) stays readable here but leaves the snapshot.
 
 Assumptions: after publishing a plan the replica calls `assume(plan)`, and its pods show as bound (or,
 for evictions, as releasing) and its PodGroups with the planned status until the log answers: `PodBound`,
@@ -28,6 +31,8 @@ from contracts.objects import (
     Queue,
 )
 from services.scheduler.core.framework.plan import PodGroupUpdate
+from services.scheduler.core.live import LiveObjects
+from services.scheduler.core.model.node_base import NodeRows
 from services.scheduler.core.snapshot import DEFAULT_QUEUE, ClusterSnapshot
 from services.scheduler.plans import PlanMessage
 
@@ -58,12 +63,12 @@ class SchedulerView:
     __slots__ = (
         "_cache",
         "_group_assumed",
+        "_node_rows",
         "_plans",
         "_pod_assumed",
         "_podgroups",
         "_pods",
-        "_shown_podgroups",
-        "_shown_pods",
+        "_shown",
         "hypernodes",
         "nodes",
         "priority_classes",
@@ -76,14 +81,14 @@ class SchedulerView:
         self.seq = 0
         self.time = 0.0  # time of the last applied event: the deletion time given to assumed evictions
         self.nodes: dict[str, Node] = {}
+        self._node_rows = NodeRows()  # the nodes' table columns, in the order of `nodes`
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.hypernodes: dict[str, HyperNode] = {}
         # pods and PodGroups as the log says, and as sessions see them (with assumptions applied)
         self._pods: dict[str, Pod] = {}
         self._podgroups: dict[str, PodGroup] = {}
-        self._shown_pods: dict[str, Pod] = {}
-        self._shown_podgroups: dict[str, PodGroup] = {}
+        self._shown = LiveObjects()
         # pod key -> (plan id, node to bind to, or None for an eviction)
         self._pod_assumed: dict[str, tuple[str, str | None]] = {}
         self._group_assumed: dict[str, tuple[str, PodGroupUpdate]] = {}
@@ -99,12 +104,13 @@ class SchedulerView:
             queues = (_DEFAULT_QUEUE, *queues)
         return ClusterSnapshot(
             nodes=self._cached("nodes", self.nodes),
-            pods=self._cached("pods", self._shown_pods),
-            podgroups=self._cached("podgroups", self._shown_podgroups),
+            pods=self._shown.live_pods(),
+            podgroups=self._shown.live_podgroups(),
             queues=queues,
             priority_classes=self._cached("priority_classes", self.priority_classes),
             hypernodes=self._cached("hypernodes", self.hypernodes),
             sequence=self.seq if seq is None else seq,
+            node_base=self._node_rows.base(),
         )
 
     def _cached(self, kind: str, objects: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -114,11 +120,19 @@ class SchedulerView:
         return cached
 
     def pod(self, key: str) -> Pod | None:
-        """A pod as sessions see it."""
-        return self._shown_pods.get(key)
+        """A pod as sessions see it (finished ones included)."""
+        return self._shown.pods.get(key)
 
     def podgroup(self, key: str) -> PodGroup | None:
-        return self._shown_podgroups.get(key)
+        return self._shown.podgroups.get(key)
+
+    def counts(self) -> dict[str, int]:
+        """What the view holds: nodes (Ready ones apart), pods and PodGroups (live ones apart)."""
+        return {
+            "nodes": len(self.nodes),
+            "nodes_ready": self._node_rows.ready_count,
+            **self._shown.counts(),
+        }
 
     def assumed_plans(self) -> tuple[str, ...]:
         return tuple(self._plans)
@@ -132,21 +146,22 @@ class SchedulerView:
             handler(self, event)
 
     def _set(self, kind: str, objects: dict[str, Any], key: str, obj: Any | None) -> None:
-        if obj is None:
-            objects.pop(key, None)
-        else:
-            objects[key] = obj
+        _put(objects, key, obj)
         self._cache.pop(kind, None)
+
+    def _set_node(self, node: Node) -> None:
+        self._set("nodes", self.nodes, node.meta.name, node)
+        self._node_rows.put(node)
 
     def _set_pod(self, key: str, pod: Pod | None, *, settles: bool) -> None:
         """Record the log's pod; `settles`: this event answers an assumption about it."""
-        self._set("pods", self._pods, key, pod)
+        _put(self._pods, key, pod)
         if settles:
             self._settle(_POD, key)
         self._show_pod(key)
 
     def _set_podgroup(self, key: str, pg: PodGroup | None, *, settles: bool) -> None:
-        self._set("podgroups", self._podgroups, key, pg)
+        _put(self._podgroups, key, pg)
         if settles:
             self._settle(_GROUP, key)
         self._show_podgroup(key)
@@ -160,14 +175,14 @@ class SchedulerView:
                 pod = replace(pod, meta=replace(pod.meta, deletion_timestamp=self.time))
             else:
                 pod = replace(pod, spec=replace(pod.spec, node_name=node))
-        self._set("pods", self._shown_pods, key, pod)
+        self._shown.put_pod(key, pod)
 
     def _show_podgroup(self, key: str) -> None:
         pg = self._podgroups.get(key)
         assumed = self._group_assumed.get(key)
         if pg is not None and assumed is not None:
             pg = _with_status(pg, assumed[1])
-        self._set("podgroups", self._shown_podgroups, key, pg)
+        self._shown.put_podgroup(key, pg)
 
     def _settle(self, kind: str, key: str) -> None:
         assumed = (self._pod_assumed if kind == _POD else self._group_assumed).pop(key, None)
@@ -212,6 +227,13 @@ class SchedulerView:
                 self._show_podgroup(key)
 
 
+def _put(objects: dict[str, Any], key: str, obj: Any | None) -> None:
+    if obj is None:
+        objects.pop(key, None)
+    else:
+        objects[key] = obj
+
+
 def _with_status(pg: PodGroup, update: PodGroupUpdate) -> PodGroup:
     status = replace(
         pg.status,
@@ -228,14 +250,15 @@ def _with_status(pg: PodGroup, update: PodGroupUpdate) -> PodGroup:
 
 
 def _node_registered(view: SchedulerView, event: Event) -> None:
-    view._set("nodes", view.nodes, event.name, event_object(event, Node))
+    view._set_node(event_object(event, Node))
 
 
 def _node_readiness(ready: bool) -> Callable[[SchedulerView, Event], None]:
     def handle(view: SchedulerView, event: Event) -> None:
         node = view.nodes.get(event.name)
-        if node is not None:
+        if node is not None and node.ready != ready:
             view._set("nodes", view.nodes, event.name, replace(node, ready=ready))
+            view._node_rows.set_ready(event.name, ready)
 
     return handle
 
@@ -291,6 +314,15 @@ def _podgroup_status_changed(view: SchedulerView, event: Event) -> None:
 
 def _podgroup_deleted(view: SchedulerView, event: Event) -> None:
     view._set_podgroup(event_key(event), None, settles=True)
+
+
+def _job_phase(view: SchedulerView, event: Event) -> None:
+    """A Job's PodGroup has the Job's key: a final Job lets its finished PodGroup leave the snapshot."""
+    view._shown.job_phase(event_key(event), event.payload.get("phase"))
+
+
+def _job_gone(view: SchedulerView, event: Event) -> None:
+    view._shown.job_phase(event_key(event), None)
 
 
 def _plan_rejected(view: SchedulerView, event: Event) -> None:
@@ -368,6 +400,11 @@ _HANDLERS: Mapping[str, Callable[[SchedulerView, Event], None]] = {
     "PodGroupCreated": _podgroup_created,
     "PodGroupStatusChanged": _podgroup_status_changed,
     "PodGroupDeleted": _podgroup_deleted,
+    "JobStatusChanged": _job_phase,
+    # a new incarnation, or the job's PodGroup is about to go: it is not finished work any more
+    "JobSubmitted": _job_gone,
+    "JobDeleted": _job_gone,
+    "JobCleanedUp": _job_gone,
     "PlanRejected": _plan_rejected,
     "PodCreated": _pod_created,
     "PodBound": _pod_change(_bound, settles=True),

@@ -96,7 +96,7 @@ def pod_status(view: SchedulerView, key: str = POD) -> TaskStatus | None:
 def test_pod_events_fold_into_the_task_status_a_session_sees(
     steps: list[tuple[str, dict[str, Any]]], status: TaskStatus | None, node_name: str | None
 ) -> None:
-    view, log = folded(node("n1"), pod("p", "g"))
+    view, log = folded(node("n1"), podgroup("g"), pod("p", "g"))
     for type_, payload in steps:
         view.apply(log.event(type_, POD, payload))
     assert pod_status(view) == status

@@ -1,0 +1,172 @@
+"""Which pods and PodGroups a session sees: the live ones, kept up to date one object at a time (pure).
+
+Finished work stays in the scheduler's view (a read of a pod must still find it) but leaves the
+snapshot, so that a session's cost does not grow with history:
+- a PodGroup is finished once none of its pods is still to run or running (all Succeeded or Failed, or
+  none left) and it is Completed or its Job is final (Completed, Failed, Terminated). Volcano never sees
+  such a group: its job-controller deletes the PodGroup of a finished job, and the scheduler itself
+  marks a gang whose pods all ended Completed;
+- a Succeeded or Failed pod is seen only with a live PodGroup: the gang plugin counts Succeeded pods
+  towards minAvailable, and the phase and counts a session writes for the group include them. Without a
+  live PodGroup nothing reads it (finished pods use no node).
+A pod that is pending, bound, running or terminating is always seen, whatever its group: it holds node
+resources or waits for them. A finished group comes back if one of its pods comes back to life (a new
+pod is created for it) or its job leaves a final phase.
+
+Every change costs O(1), except that a group turning finished or live again re-sorts its own pods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.objects import Pod, PodGroup
+from services.scheduler.core.snapshot import podgroup_key
+
+FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
+# Volcano's finished job states (a job never leaves them)
+FINAL_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated"})
+COMPLETED = "Completed"
+
+
+def _finished(pod: Pod) -> bool:
+    return pod.status.phase in FINISHED_POD_PHASES
+
+
+class LiveObjects:
+    """All pods and PodGroups as sessions should see them (`pods`, `podgroups`), and the live subset that
+    goes into a snapshot (`live_pods()`, `live_podgroups()`, tuples cached until they change)."""
+
+    __slots__ = (
+        "_final_jobs",
+        "_finished_groups",
+        "_live",
+        "_members",
+        "_tuples",
+        "_unfinished",
+        "podgroups",
+        "pods",
+    )
+
+    def __init__(self) -> None:
+        self.pods: dict[str, Pod] = {}
+        self.podgroups: dict[str, PodGroup] = {}
+        self._live: dict[str, dict[str, Any]] = {"pods": {}, "podgroups": {}}
+        self._tuples: dict[str, tuple[Any, ...]] = {}
+        self._members: dict[str, set[str]] = {}  # group key -> keys of its pods
+        self._unfinished: dict[str, int] = {}  # group key -> how many of its pods have not finished
+        self._final_jobs: set[str] = set()  # keys of Jobs in a final phase (a Job's group has its key)
+        self._finished_groups: set[str] = set()
+
+    # --- reading -------------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """How many pods and PodGroups the view holds, and how many of them sessions see."""
+        return {
+            "pods": len(self.pods),
+            "live_pods": len(self._live["pods"]),
+            "podgroups": len(self.podgroups),
+            "live_podgroups": len(self._live["podgroups"]),
+        }
+
+    def live_pods(self) -> tuple[Pod, ...]:
+        return self._tuple("pods")
+
+    def live_podgroups(self) -> tuple[PodGroup, ...]:
+        return self._tuple("podgroups")
+
+    def _tuple(self, kind: str) -> tuple[Any, ...]:
+        cached = self._tuples.get(kind)
+        if cached is None:
+            cached = self._tuples[kind] = tuple(self._live[kind].values())
+        return cached
+
+    # --- changes -------------------------------------------------------------------------------------
+    def put_pod(self, key: str, pod: Pod | None) -> None:
+        """The pod as sessions should see it now (None: gone)."""
+        groups = set()
+        old = self.pods.pop(key, None)
+        if old is not None:
+            groups.add(self._leave(key, old))
+        if pod is not None:
+            self.pods[key] = pod
+            groups.add(self._join(key, pod))
+        for group in groups:
+            self._sort_group(group)
+        self._sort_pod(key)
+
+    def put_podgroup(self, key: str, pg: PodGroup | None) -> None:
+        existed = key in self.podgroups
+        if pg is None:
+            self.podgroups.pop(key, None)
+            self._final_jobs.discard(key)
+        else:
+            self.podgroups[key] = pg
+        # whether the group exists decides whether its finished pods are seen
+        self._sort_group(key, resort=existed != (pg is not None))
+
+    def job_phase(self, key: str, phase: str | None) -> None:
+        """The Job `key` is in `phase` (None: it is gone or submitted anew)."""
+        if phase in FINAL_JOB_PHASES:
+            self._final_jobs.add(key)
+        else:
+            self._final_jobs.discard(key)
+        self._sort_group(key)
+
+    # --- bookkeeping ---------------------------------------------------------------------------------
+    def _join(self, key: str, pod: Pod) -> str:
+        group = podgroup_key(pod)
+        self._members.setdefault(group, set()).add(key)
+        if not _finished(pod):
+            self._unfinished[group] = self._unfinished.get(group, 0) + 1
+        return group
+
+    def _leave(self, key: str, pod: Pod) -> str:
+        group = podgroup_key(pod)
+        members = self._members[group]
+        members.discard(key)
+        if not members:
+            del self._members[group]
+        if not _finished(pod):
+            left = self._unfinished[group] - 1
+            if left:
+                self._unfinished[group] = left
+            else:
+                del self._unfinished[group]
+        return group
+
+    def _sort_group(self, key: str, *, resort: bool = False) -> None:
+        pg = self.podgroups.get(key)
+        finished = (
+            pg is not None
+            and key not in self._unfinished
+            and (pg.status.phase == COMPLETED or key in self._final_jobs)
+        )
+        if finished != (key in self._finished_groups):
+            resort = True
+            if finished:
+                self._finished_groups.add(key)
+            else:
+                self._finished_groups.discard(key)
+        self._set_live("podgroups", key, None if finished else pg)
+        if resort:
+            for pod_key in self._members.get(key, ()):
+                self._sort_pod(pod_key)
+
+    def _sort_pod(self, key: str) -> None:
+        pod = self.pods.get(key)
+        if pod is not None and _finished(pod):
+            group = podgroup_key(pod)
+            if group not in self.podgroups or group in self._finished_groups:
+                pod = None
+        self._set_live("pods", key, pod)
+
+    def _set_live(self, kind: str, key: str, obj: Any | None) -> None:
+        live: dict[str, Any] = self._live[kind]
+        if obj is None:
+            if live.pop(key, None) is None:
+                return
+        elif live.get(key) is obj:
+            return
+        else:
+            live[key] = obj
+        self._tuples.pop(kind, None)
