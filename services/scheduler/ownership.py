@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -27,15 +26,37 @@ GROUP = "scheduler"
 _RETRY_S = 0.5
 
 
-@dataclass(frozen=True, slots=True)
 class Owned:
-    """The keys one member owns on one ring: build_plans' `owned`."""
+    """The keys one member owns on one ring: a session's `owns` and build_plans' `owned`.
 
-    ring: Ring
-    member: str
+    Hashing a key costs microseconds per member and a session asks about every live PodGroup, so answers
+    are remembered while the ring stays: `next_session()` starts a new generation and keeps only the
+    keys the last session asked about, so the memory follows the live PodGroups, not the history."""
+
+    __slots__ = ("_asked", "_known", "member", "ring")
+
+    def __init__(self, ring: Ring, member: str) -> None:
+        self.ring = ring
+        self.member = member
+        self._asked: dict[str, bool] = {}  # this generation's answers
+        self._known: dict[str, bool] = {}  # the previous generation's
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.ring.owns(self.member, key)
+        if not isinstance(key, str):
+            return False
+        answer = self._asked.get(key)
+        if answer is None:
+            answer = self._known.get(key)
+            if answer is None:
+                answer = self.ring.owns(self.member, key)
+            self._asked[key] = answer
+        return answer
+
+    def owns(self, key: str) -> bool:
+        return key in self
+
+    def next_session(self) -> None:
+        self._known, self._asked = self._asked, {}
 
 
 class Ownership:
@@ -48,6 +69,7 @@ class Ownership:
         self.on_change = on_change
         self.ring = Ring(())  # as last seen by the watch
         self._registration: Registration | None = None
+        self._owned = Owned(Ring(()), replica)
         self.known = asyncio.Event()  # the watch has reported the members at least once
 
     @property
@@ -56,9 +78,12 @@ class Ownership:
         return reg is not None and not reg.lost.is_set()
 
     def owned(self) -> Owned:
-        """What this replica owns now; nothing while its own registration is not live."""
+        """What this replica owns now; nothing while its own registration is not live. The same object
+        (and its remembered answers) while the ring stays."""
         ring = self.ring if self.registered and self.replica in self.ring else Ring(())
-        return Owned(ring, self.replica)
+        if ring != self._owned.ring:
+            self._owned = Owned(ring, self.replica)
+        return self._owned
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Join, stay joined (joining again after losing the lease) and follow the members until

@@ -3,10 +3,10 @@ the binder (docs/control-plane.md, "Scheduling flow").
 
 Every replica is active (no election). The loop folds LAHAR_EVENTS into the view (ViewCore); beside it
 the scheduling task runs a session every schedule_period_s, and debounce_s after the view changed (new
-events, a ring change), keeps the plans of the PodGroups this replica owns on the ring, assumes them in
-the view and sends each on LAHAR_PLANS. It never waits for the binder: the log answers each plan with
-its events (PodBound, ...) or a PlanRejected, and an assumption nobody answers within
-assumption_timeout_s is dropped so its pods are planned again.
+events, a ring change). The session sees the whole cluster but places only the PodGroups this replica
+owns on the ring; the replica assumes its plans in the view and sends each on LAHAR_PLANS. It never
+waits for the binder: the log answers each plan with its events (PodBound, ...) or a PlanRejected, and an
+assumption nobody answers within assumption_timeout_s is dropped so its pods are planned again.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from services.scheduler.publish import PlanNotSent, publish_plan
 from services.scheduler.state import SchedulerState, ViewCore
 from shared.bus.jetstream import Bus
 from shared.bus.streams import plans_stream
+from shared.ring import Ring
 from shared.runner import EventSourcedService, RunnerConfig
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
@@ -90,6 +91,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self._in_session = False
         self._planned_seq = -1  # view seq of the last session (or of the last check that found no change)
         self._last_snapshot: ClusterSnapshot | None = None
+        self._last_ring: Ring | None = None
         self._assumed_at: dict[str, float] = {}  # plan id -> monotonic time it was assumed
 
     def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
@@ -102,6 +104,9 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             "replica": self.replica,
             "member": self.ownership.registered,
             "ring": list(self.ownership.ring.members),
+            # nodes, nodes_ready (how many the view knows, how many of them are Ready), pods and
+            # PodGroups the view holds and how many of them sessions see (live_pods, live_podgroups)
+            **self.state.view.counts(),
             "sessions": self._sessions,
             "plans_assumed": len(self._assumed_at),
         }
@@ -149,11 +154,13 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self._expire_assumptions()
         view = self.state.view
         snapshot = view.snapshot()
-        if not force and _same_objects(snapshot, self._last_snapshot):
+        owned = self.ownership.owned()
+        if not force and owned.ring == self._last_ring and _same_objects(snapshot, self._last_snapshot):
             self._planned_seq = snapshot.sequence
             return
         self._sessions += 1
         self._in_session = True
+        owned.next_session()
         try:
             started = time.perf_counter()
             # In a thread: a large session must not starve the lease renewals and the log reader.
@@ -164,9 +171,9 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 seed=self.config.seed + self._sessions,
                 session_id=f"{self.replica}-{self._sessions}",
                 now=self.clock(),
+                owns=owned.owns,
             )
             elapsed_ms = (time.perf_counter() - started) * 1000
-            owned = self.ownership.owned()
             plans = build_plans(result, snapshot, self.replica, owned)
             self.sched_metrics.session(elapsed_ms, session_outcome(result, snapshot, owned))
             # Assumed before they are sent, so the log's answer (possibly quick) always finds them.
@@ -178,6 +185,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         finally:
             self._in_session = False
         self._last_snapshot = snapshot
+        self._last_ring = owned.ring
         self._planned_seq = snapshot.sequence
         if plans:
             log.info(
