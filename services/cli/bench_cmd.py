@@ -23,6 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     core.add_argument("--pods", type=int, default=50000)
     core.add_argument("--queues", type=int, default=20)
     core.add_argument("--seed", type=int, default=0)
+    core.add_argument(
+        "--replicas", type=int, default=1, help="scheduler replicas sharing the work on a ring (default 1)"
+    )
+    core.add_argument(
+        "--finished", type=int, default=0, metavar="PODS", help="pods of finished gangs already in the view"
+    )
     core.add_argument("-o", "--output", choices=("json", "table"), default="table")
     core.set_defaults(handler=run_core)
     e2e = kinds.add_parser("e2e", help="pods/s and latencies of a whole local stack on hollow nodes")
@@ -51,10 +57,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_core(args: argparse.Namespace) -> int:
+    problems = [
+        f"{name}: expected an integer >= {low}, got {getattr(args, name)}"
+        for name, low in (("nodes", 1), ("pods", 1), ("queues", 1), ("replicas", 1), ("finished", 0))
+        if getattr(args, name) < low
+    ]
+    if problems:
+        for problem in problems:
+            print(f"lahar bench core: {problem}", file=sys.stderr)
+        return 2
+
     def progress(sessions: int, placed: int, seconds: float) -> None:
         print(f"session {sessions}: {placed} placed in {seconds:.1f}s", file=sys.stderr, flush=True)
 
-    result = run_bench(args.nodes, args.pods, queues=args.queues, seed=args.seed, progress=progress)
+    result = run_bench(
+        args.nodes,
+        args.pods,
+        queues=args.queues,
+        seed=args.seed,
+        replicas=args.replicas,
+        finished=args.finished,
+        progress=progress,
+    )
     if args.output == "json":
         print(orjson.dumps(result).decode())
     else:

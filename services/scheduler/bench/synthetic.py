@@ -2,13 +2,16 @@
 
 Nodes: 32 cpu / 256Gi; one in four also carries 8 GPUs. Pods: pending gangs of mixed sizes (1–64) over
 weighted queues; about one gang in ten asks for GPUs. The total demand is kept near the cluster's
-capacity so that the run ends with every placeable pod placed.
+capacity so that the run ends with every placeable pod placed. History: gangs of the same kind that ran
+and finished (Completed PodGroups, Succeeded pods).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from contracts.objects import (
     Container,
@@ -25,6 +28,7 @@ from contracts.objects import (
 from contracts.resources import Resources
 
 GANG_SIZES = (1, 1, 2, 4, 8, 8, 16, 32, 64)
+GROUP_NAME = "scheduling.k8s.io/group-name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +69,37 @@ def make_workload(node_count: int, pod_count: int, queue_count: int = 20, seed: 
         )
         for i in range(queue_count)
     ]
+    podgroups, pods = _gangs(pod_count, queues, rng)
+    return Workload(nodes, queues, podgroups, pods)
+
+
+def make_history(pod_count: int, nodes: Sequence[Node], queues: Sequence[Queue], seed: int = 0) -> list[Any]:
+    """Gangs that ran and finished: Completed PodGroups, each followed by its Succeeded pods (spread over
+    the nodes), `pod_count` pods in all."""
+    podgroups, pods = _gangs(pod_count, queues, random.Random(seed + 1), prefix="done", ran_on=nodes)
+    by_group: dict[str, list[Pod]] = {}
+    for pod in pods:
+        by_group.setdefault(pod.meta.annotations[GROUP_NAME], []).append(pod)
+    return [obj for pg in podgroups for obj in (pg, *by_group[pg.meta.name])]
+
+
+def _gangs(
+    pod_count: int,
+    queues: Sequence[Queue],
+    rng: random.Random,
+    *,
+    prefix: str = "job",
+    ran_on: Sequence[Node] = (),
+) -> tuple[list[PodGroup], list[Pod]]:
+    """Gangs of GANG_SIZES pods over the queues in turn: pending, or finished on the nodes `ran_on`."""
     podgroups: list[PodGroup] = []
     pods: list[Pod] = []
     created = 0
     gang_index = 0
     while created < pod_count:
         size = min(rng.choice(GANG_SIZES), pod_count - created)
-        name = f"job-{gang_index:06d}"
-        queue = queues[gang_index % queue_count].meta.name
+        name = f"{prefix}-{gang_index:06d}"
+        queue = queues[gang_index % len(queues)].meta.name
         gpu = rng.random() < 0.1
         request = {"cpu": rng.choice((1, 2, 2, 4)), "memory": f"{rng.choice((2, 4, 8, 16))}Gi"}
         if gpu:
@@ -86,12 +113,16 @@ def make_workload(node_count: int, pod_count: int, queue_count: int = 20, seed: 
                 min_member=size,
                 queue=queue,
                 min_resources=requests.times(size),
-                status=PodGroupStatus(phase="Pending"),
+                status=PodGroupStatus(phase="Completed" if ran_on else "Pending"),
             )
         )
-        annotations = frozen_map({"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"})
+        annotations = frozen_map({GROUP_NAME: name, "volcano.sh/task-spec": "worker"})
         for i in range(size):
             pod_name = f"{name}-worker-{i}"
+            pod_spec, status = spec, PodStatus(phase="Pending")
+            if ran_on:
+                pod_spec = replace(spec, node_name=ran_on[(created + i) % len(ran_on)].meta.name)
+                status = PodStatus(phase="Succeeded", exit_code=0)
             pods.append(
                 Pod(
                     meta=ObjectMeta(
@@ -101,10 +132,10 @@ def make_workload(node_count: int, pod_count: int, queue_count: int = 20, seed: 
                         annotations=annotations,
                         creation_timestamp=float(gang_index),
                     ),
-                    spec=spec,
-                    status=PodStatus(phase="Pending"),
+                    spec=pod_spec,
+                    status=status,
                 )
             )
         created += size
         gang_index += 1
-    return Workload(nodes, queues, podgroups, pods)
+    return podgroups, pods
