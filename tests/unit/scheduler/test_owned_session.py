@@ -101,7 +101,7 @@ def test_the_model_counts_other_replicas_pending_pods_without_tasks() -> None:
     ssn = Session(snap, default_conf(), owns=owning("mine"))
     theirs = ssn.jobs["default/theirs"]
     assert (theirs.owned, len(theirs.tasks), theirs.task_count()) == (False, 1, 4)  # best-effort stays a task
-    assert theirs.unplaced_request() == res(cpu=3, memory="3Gi")
+    assert theirs.total_request() == res(cpu=3, memory="3Gi")
     assert list(ssn.owned_jobs) == ["default/mine"]
 
 

@@ -34,7 +34,7 @@ class JobInfo:
     only counted in `unplaced` (request -> pods), which is what queue shares need of them."""
 
     __slots__ = (
-        "allocated",
+        "_allocated",
         "allocated_hypernode",
         "best_effort",
         "creation_timestamp",
@@ -57,7 +57,6 @@ class JobInfo:
         "task_min_available",
         "tasks",
         "tasks_by_status",
-        "total_request",
         "uid",
         "unplaced",
         "unschedulable_this_session",
@@ -85,8 +84,9 @@ class JobInfo:
         self.tasks_by_status: dict[TaskStatus, dict[str, TaskInfo]] = defaultdict(dict)
         self.status_counts: dict[TaskStatus, int] = defaultdict(int)
         self.role_status_counts: dict[str, dict[TaskStatus, int]] = defaultdict(lambda: defaultdict(int))
-        self.allocated: Resources = EMPTY
-        self.total_request: Resources = EMPTY
+        # allocated tasks by request (pods of one template share one request object): cheaper to keep
+        # than a running Resources sum, which opening a session would rebuild once per task
+        self._allocated: dict[Resources, int] = {}
         # per task uid: the reasons nodes rejected it this session, for the Unschedulable condition
         self.fit_errors: dict[str, dict[str, int]] = {}
         self.job_fit_error = ""
@@ -100,17 +100,22 @@ class JobInfo:
         if task.best_effort:
             self.best_effort.append(task)
         self._index(task)
-        self.total_request = self.total_request + task.resreq
 
     def add_unplaced(self, requests: Resources) -> None:
         """A pending pod of a job another replica places: counted, not modelled."""
         self.unplaced[requests] = self.unplaced.get(requests, 0) + 1
 
-    def unplaced_request(self) -> Resources:
-        total = EMPTY
-        for requests, count in self.unplaced.items():
-            total = total + requests.times(count)
-        return total
+    @property
+    def allocated(self) -> Resources:
+        """The sum of the requests of the job's allocated tasks."""
+        return _sum(self._allocated)
+
+    def total_request(self) -> Resources:
+        """The requests of all the job's pods, modelled or only counted."""
+        counts = dict(self.unplaced)
+        for task in self.tasks.values():
+            counts[task.resreq] = counts.get(task.resreq, 0) + 1
+        return _sum(counts)
 
     def task_count(self) -> int:
         """Every pod of the job, modelled or only counted."""
@@ -121,7 +126,7 @@ class JobInfo:
         self.status_counts[task.status] += 1
         self.role_status_counts[task.role][task.status] += 1
         if task.status in ALLOCATED_STATUSES:
-            self.allocated = self.allocated + task.resreq
+            self._count_allocated(task, 1)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         old = task.status
@@ -135,8 +140,11 @@ class JobInfo:
         role_counts[status] += 1
         was_allocated = old in ALLOCATED_STATUSES
         if was_allocated != (status in ALLOCATED_STATUSES):
-            # hot path: only touch the Resources sum when membership changes (Allocated -> Binding doesn't)
-            self.allocated = self.allocated - task.resreq if was_allocated else self.allocated + task.resreq
+            self._count_allocated(task, -1 if was_allocated else 1)
+
+    def _count_allocated(self, task: TaskInfo, sign: int) -> None:
+        # a count that drops to 0 stays: the sum then keeps the dimensions at 0, as a running sum would
+        self._allocated[task.resreq] = self._allocated.get(task.resreq, 0) + sign
 
     # --- gang counters (Volcano's JobInfo helpers) ------------------------------------------------
     def count(self, *statuses: TaskStatus) -> int:
@@ -180,3 +188,10 @@ class JobInfo:
 
     def __repr__(self) -> str:
         return f"Job({self.uid} q={self.queue} min={self.min_available} phase={self.phase})"
+
+
+def _sum(counts: dict[Resources, int]) -> Resources:
+    total = EMPTY
+    for requests, count in counts.items():
+        total = total + requests.times(count)
+    return total

@@ -57,7 +57,7 @@ class DrfPlugin(Plugin):
         if argument(self.arguments, "enableHierarchy", False):
             request = np.zeros_like(allocated)
             for row, job in enumerate(jobs):
-                request[row, :width] = ssn.resources.vector(job.total_request + job.unplaced_request())
+                request[row, :width] = ssn.resources.vector(job.total_request())
                 request[row, width] = job.task_count()
             self._hdrf = HierarchicalDrf(ssn, self._rows, request, total, self._inverse)
 
