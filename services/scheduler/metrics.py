@@ -7,8 +7,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 
 from services.scheduler.core.framework.plan import SessionResult
-from services.scheduler.core.snapshot import ClusterSnapshot
-from services.scheduler.state import podgroup_key
+from services.scheduler.core.snapshot import ClusterSnapshot, podgroup_key
 from shared.telemetry.metrics import Registry, exponential_buckets
 
 
@@ -34,9 +33,10 @@ def session_outcome(
         and any(c.type == "Unschedulable" and c.status == "True" for c in result.podgroups[key].conditions)
     }
     bound = result.binds
+    # a walk over every live pod, so only when some owned PodGroup is stuck
     waiting = sum(
         1
-        for pod in snapshot.pods
+        for pod in (snapshot.pods if stuck else ())
         if not pod.spec.node_name
         and pod.meta.deletion_timestamp is None
         and pod.meta.key not in bound

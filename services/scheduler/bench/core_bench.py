@@ -10,7 +10,9 @@ With `replicas` > 1, each round runs one session per replica over the same snaps
 PodGroups it owns on a rendezvous ring of the replicas; their plans then go through a binder stand-in
 that refuses a gang that no longer fits (a conflict: its pods wait for the next round). `seconds` counts,
 per round, the slowest replica's session (replicas run side by side); `session_cpu_s` is each replica's
-own CPU time over all its sessions.
+own CPU time over all its sessions. `settled_session_ms` is one more session of one replica after the last
+round, over the settled cluster (placed pods running): the floor every session pays, which grows with
+nodes and live pods but not with `finished`.
 """
 
 from __future__ import annotations
@@ -117,6 +119,10 @@ def run_bench(
             break  # every pod is placed; no further session is needed to confirm it
         if not binds and rounds > 1:
             break  # nothing placeable is left
+    owns = None if replicas == 1 else _owner(ring, members[0])
+    started = time.perf_counter()
+    run_session(cluster.snapshot(), conf, seed=seed + rounds, session_id="bench-settled", owns=owns)
+    settled_ms = (time.perf_counter() - started) * 1000
     return {
         "nodes": nodes,
         "pods": pods,
@@ -128,6 +134,7 @@ def run_bench(
         "placements_per_s": round(placed / elapsed, 1) if elapsed else 0.0,
         "session_cpu_s": [round(cpu[m], 3) for m in members],
         "rejected_plans": rejected,
+        "settled_session_ms": round(settled_ms, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
     }
 
