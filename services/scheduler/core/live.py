@@ -3,9 +3,10 @@
 Finished work stays in the scheduler's view (a read of a pod must still find it) but leaves the
 snapshot, so that a session's cost does not grow with history:
 - a PodGroup is finished once none of its pods is still to run or running (all Succeeded or Failed, or
-  none left) and it is Completed or its Job is final (Completed, Failed, Terminated). Volcano never sees
-  such a group: its job-controller deletes the PodGroup of a finished job, and the scheduler itself
-  marks a gang whose pods all ended Completed;
+  none left) and it is Completed, or its Job is final (Completed, Failed, Terminated) and it has fewer
+  pods than minMember (at least one). A session marks a gang whose pods all ended Completed once at
+  least minMember of them did, so such a gang stays until it is marked; one that is short never would
+  be. Volcano's scheduler never sees either: its job-controller deletes the PodGroup of a finished job;
 - a Succeeded or Failed pod is seen only with a live PodGroup: the gang plugin counts Succeeded pods
   towards minAvailable, and the phase and counts a session writes for the group include them. Without a
   live PodGroup nothing reads it (finished pods use no node).
@@ -139,7 +140,10 @@ class LiveObjects:
         finished = (
             pg is not None
             and key not in self._unfinished
-            and (pg.status.phase == COMPLETED or key in self._final_jobs)
+            and (
+                pg.status.phase == COMPLETED
+                or (key in self._final_jobs and len(self._members.get(key, ())) < max(pg.min_member, 1))
+            )
         )
         if finished != (key in self._finished_groups):
             resort = True

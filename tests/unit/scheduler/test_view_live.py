@@ -92,8 +92,18 @@ def test_a_completed_gang_leaves_the_snapshot_and_stays_readable() -> None:
     assert seen(view) == ({"g-worker-0", "g-worker-1", "g-worker-2"}, {"g"})
 
 
+def test_a_final_jobs_gang_that_a_session_will_mark_completed_stays_until_it_is() -> None:
+    view, log = folded(node("n1"), *gang("g", 2, node_name="n1", phase="Running"))
+    finish(view, log, "default/g-worker-0", "default/g-worker-1")
+    view.apply(log.event("JobStatusChanged", "default/g", {"phase": "Completed"}))
+    assert seen(view) == ({"g-worker-0", "g-worker-1"}, {"g"})
+    assert run_session(view.snapshot()).podgroups["default/g"].phase == "Completed"
+    view.apply(status(log, "default/g", "Completed"))
+    assert seen(view) == (set(), set())
+
+
 @pytest.mark.parametrize("phase", ["Completed", "Failed", "Terminated"])
-def test_a_gang_of_a_final_job_leaves_once_its_pods_stopped(phase: str) -> None:
+def test_a_short_gang_of_a_final_job_leaves_once_its_pods_stopped(phase: str) -> None:
     view, log = folded(node("n1"), *gang("g", 3, node_name="n1", phase="Running"))
     finish(view, log, "default/g-worker-0", phase="PodFailed")
     view.apply(log.event("PodDeletionRequested", "default/g-worker-1", {"reason": "JobFailed"}))
