@@ -54,10 +54,11 @@ class Output:
     """An event a core wants written. The loop publishes it on the subject of (kind, namespace, name).
 
     id must be deterministic (see deterministic_id): it is the message id the stream deduplicates on.
-    expected_last_subject_seq: publish only if the object's subject is still at that sequence (0: no
-    event yet), for writers that must not lose a race. batch: outputs of one reconcile carrying the same
-    batch key are committed atomically, all or none (a gang's binds). traceparent: the trace this write
-    belongs to when the core knows it (e.g. the job's); by default the loop uses its cause's trace.
+    expected_last_subject_seq: publish only if the last event this service wrote about the object is
+    still at that sequence (0: none yet), for writers that must not lose a race. batch: outputs of one
+    reconcile carrying the same batch key are committed atomically, all or none (a gang's binds).
+    traceparent: the trace this write belongs to when the core knows it (e.g. the job's); by default the
+    loop uses its cause's trace.
     """
 
     type: str

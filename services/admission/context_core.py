@@ -1,9 +1,10 @@
 """Admission's view of the cluster, folded from the event log, and the pure planning of one request.
 
 The view holds what admission's rules read (`ClusterContext`: queues with their states, priority classes,
-jobs, hypernodes, the pods each queue has allocated) plus the last sequence of every subject admission
-writes to, so each accepted event is published with `expected_last_subject_seq` = that sequence: two
-admission instances deciding about the same object cannot both write it.
+jobs, hypernodes, the pods each queue has allocated) plus, per object, the sequence of the last event
+admission wrote about it, so each accepted event is published with `expected_last_subject_seq` = that
+sequence over admission's own events of the object: two admission instances deciding about the same object
+cannot both write it.
 
 Pure: no I/O, no clock. Like the controllers' states, the view is a mutable container the fold updates in
 place (the runner holds the only reference); the `ClusterContext` handed to `decide` is an immutable
@@ -20,7 +21,7 @@ import msgpack
 
 from contracts import codec
 from contracts.errors import FieldError
-from contracts.events import EVENT_TYPES
+from contracts.events import ADMISSION, EVENT_TYPES, event_types_written_by
 from contracts.objects import (
     CLUSTER_SCOPED,
     ApiObject,
@@ -98,7 +99,7 @@ def fold(view: View, event: Event) -> View:
     """Apply one event. A payload that does not decode (a bug of its writer) is skipped: every other
     service reads the same log, and stopping admission would not repair it."""
     view.seq = event.seq
-    if event.kind in GUARDED_KINDS:
+    if event.kind in GUARDED_KINDS and event.producer == ADMISSION:
         view.subjects[subject_key(event.kind, event.namespace, event.name)] = event.seq
     handler = _HANDLERS.get(event.type)
     if handler is not None:
@@ -199,6 +200,8 @@ _HANDLERS: Mapping[str, Callable[[View, Event], None]] = {
     **{name: _pod_phase(True) for name in _ALLOCATING},
     **{name: _pod_phase(False) for name in _RELEASING},
 }
+# what the view folds, and admission's own events (the guard of its compare-and-sets)
+READS = frozenset(_HANDLERS) | frozenset(event_types_written_by(ADMISSION))
 
 
 # --- planning a request ------------------------------------------------------------------------------
@@ -327,6 +330,7 @@ class AdmissionViewCore:
     reconcile."""
 
     name = "admission"
+    reads = READS
 
     def initial(self) -> View:
         return View()

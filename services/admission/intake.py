@@ -205,8 +205,8 @@ class IntakeConsumer:
     async def _reject(
         self, errors: Sequence[FieldError], source: str, ref: ObjectRef | None, request_id: str, seq: int
     ) -> None:
-        """One ManifestRejected event on lahar.ev.rejection.<namespace>.<name> of the object the intake
-        subject names (or intake-<seq> when the subject names none)."""
+        """One ManifestRejected event about the object the intake subject names (rejection
+        <namespace>/<name>, or intake-<seq> when the subject names none)."""
         namespace, name = (ref.namespace, ref.name) if ref is not None else (None, f"intake-{seq}")
         key = f"{namespace}/{name}" if namespace is not None else name
         if len(errors) > MAX_LISTED_ERRORS:
@@ -224,4 +224,5 @@ class IntakeConsumer:
             causation_id=request_id,
             **trace_fields(),
         )
-        await self.service.bus.publish(envelope, event_subject(REJECTION_KIND, namespace, name))
+        subject = event_subject(REJECTION_KIND, namespace, name, envelope.type, envelope.producer)
+        await self.service.bus.publish(envelope, subject)

@@ -33,7 +33,7 @@ from services.admission.keygen import KEYGEN, KeyGenerationError, generate_key_p
 from shared.bus.envelope import Envelope, derived_event_id
 from shared.bus.errors import ConcurrencyConflict, DuplicateBatch
 from shared.bus.jetstream import BatchItem, Bus
-from shared.bus.subjects import EVENTS_STREAM, event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_subject, guard_subject
 from shared.runner import EventSourcedService, RunnerConfig
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
@@ -93,6 +93,8 @@ class AdmissionMetrics:
 
 
 class AdmissionService(EventSourcedService[View]):
+    follows_whole_log = True  # a request is decided against everything in the log before it
+
     def __init__(
         self,
         bus: Bus,
@@ -218,15 +220,19 @@ class AdmissionService(EventSourcedService[View]):
                     causation_id=request_id,
                     **trace,
                 ),
-                event_subject(w.kind, w.namespace, w.name),
+                event_subject(w.kind, w.namespace, w.name, w.emit.type, self.core.name),
                 w.expected_last_subject_seq,
+                guard_subject(w.kind, w.namespace, w.name, self.core.name),
             )
             for index, w in enumerate(writes)
         ]
         if len(items) == 1:
             item = items[0]
             ack = await self.bus.publish(
-                item.envelope, item.subject, expected_last_subject_seq=item.expected_last_subject_seq
+                item.envelope,
+                item.subject,
+                expected_last_subject_seq=item.expected_last_subject_seq,
+                guard=item.guard,
             )
             return ack.seq
         try:

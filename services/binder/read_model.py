@@ -24,6 +24,7 @@ from shared.store.read_model import ReadModel, Write
 log = structlog.get_logger(__name__)
 
 KIND = "node"
+NODE_EVENTS = frozenset({"NodeRegistered", "NodeReady", "NodeNotReady"})  # what fold_node reads
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,10 @@ from typing import Any
 
 import msgpack
 
+from contracts.events import BINDER, event_types_written_by
 from services.binder.core.core import BinderCore, BinderState
-from services.binder.read_model import NodeRecord, fold_node, nodes_from_plain, nodes_to_plain
+from services.binder.core.ledger import LEDGER_EVENTS
+from services.binder.read_model import NODE_EVENTS, NodeRecord, fold_node, nodes_from_plain, nodes_to_plain
 from shared.runner_types import Event, Output
 
 # Redeliveries come within the consumer's ack wait times its max deliveries: far fewer plans than this.
@@ -37,6 +39,8 @@ class BinderShellState:
 @dataclass(frozen=True, slots=True)
 class BinderShellCore:
     core: BinderCore
+    # the ledger's facts, the nodes' read model, the plans' answers and the binder's own events
+    reads: frozenset[str] = LEDGER_EVENTS | NODE_EVENTS | _ANSWERS | frozenset(event_types_written_by(BINDER))
 
     @property
     def name(self) -> str:

@@ -27,6 +27,7 @@ from services.node_agent.core.state import AgentState, Observation, RuntimeActio
 from shared.runner_types import Event, Output
 
 _STOP_CAUSES = ("PodEvicting", "PodDeletionRequested")
+_JOB_EVENTS = frozenset({"JobSubmitted", "JobUpdated", "JobDeleted", "JobCleanedUp", "JobSecretCreated"})
 
 
 @dataclass(slots=True)
@@ -44,6 +45,7 @@ class AgentCore:
     def __init__(self, inner: NodeAgentCore) -> None:
         self.inner = inner
         self.name = inner.name
+        self.reads = inner.reads | _JOB_EVENTS
 
     def initial(self) -> AgentView:
         return AgentView(self.inner.initial())

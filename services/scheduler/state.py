@@ -18,7 +18,7 @@ import msgpack
 from contracts.codec import decode_object, encode_object
 from contracts.objects import Pod
 from services.scheduler.core.snapshot import GROUP_NAME_ANNOTATION
-from services.scheduler.view import SchedulerView, event_key, event_object
+from services.scheduler.view import VIEW_EVENTS, SchedulerView, event_key, event_object
 from shared.runner_types import Event, Key, Output
 
 # The events that start a job's trace in this replica's eyes (the job-controller writes them in the
@@ -68,6 +68,7 @@ class SchedulerState:
 @dataclass(frozen=True, slots=True)
 class ViewCore:
     name: str  # the replica id: each replica has its own checkpoint
+    reads: frozenset[str] = VIEW_EVENTS
 
     def initial(self) -> SchedulerState:
         return SchedulerState()

@@ -417,3 +417,5 @@ _HANDLERS: Mapping[str, Callable[[SchedulerView, Event], None]] = {
     "PodDeletionRequested": _pod_change(_deleting),
     "PodTerminated": _pod_terminated,
 }
+# every event type the view folds: what a replica subscribes to
+VIEW_EVENTS = frozenset(_HANDLERS)

@@ -54,11 +54,13 @@ _TRANSIENT = (nats.errors.TimeoutError, nats.errors.NoRespondersError, asyncio.T
 
 @dataclass(frozen=True, slots=True)
 class BatchItem:
-    """One event of an atomic batch, with an optional per-subject compare-and-set."""
+    """One event of an atomic batch, with an optional compare-and-set: expected_last_subject_seq is the
+    last sequence on `guard` (a subject wildcard; default: the item's own subject)."""
 
     envelope: Envelope
     subject: str
     expected_last_subject_seq: int | None = None
+    guard: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,9 @@ class _LastMsg:
     msg_id: str | None
 
 
-def _headers(env: Envelope, expected_last_subject_seq: int | None = None) -> dict[str, str]:
+def _headers(
+    env: Envelope, expected_last_subject_seq: int | None = None, guard: str | None = None
+) -> dict[str, str]:
     headers = {"Nats-Msg-Id": env.id}
     if env.traceparent is not None:
         headers["traceparent"] = env.traceparent
@@ -76,6 +80,8 @@ def _headers(env: Envelope, expected_last_subject_seq: int | None = None) -> dic
         headers["tracestate"] = env.tracestate
     if expected_last_subject_seq is not None:
         headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
+        if guard is not None:
+            headers["Nats-Expected-Last-Subject-Sequence-Subject"] = guard
     return headers
 
 
@@ -167,15 +173,17 @@ class Bus:
         subject: str,
         *,
         expected_last_subject_seq: int | None = None,
+        guard: str | None = None,
         timeout_s: float | None = None,
     ) -> PublishAck:
         """Store one event and wait for the ack; retries timeouts with the same message id.
 
-        With expected_last_subject_seq, the event is stored only if the subject's last sequence is that
-        value (0: no message yet); otherwise ConcurrencyConflict is raised.
+        With expected_last_subject_seq, the event is stored only if the last sequence on `guard` (a
+        subject wildcard; default: the event's own subject) is that value (0: no message yet); otherwise
+        ConcurrencyConflict is raised.
         """
         data = envelope.encode()
-        headers = _headers(envelope, expected_last_subject_seq)
+        headers = _headers(envelope, expected_last_subject_seq, guard)
         timeout = timeout_s or self.request_timeout_s
         resp = await self._with_retries(
             f"publish of {envelope.type} {envelope.id} to {subject}",
@@ -185,7 +193,7 @@ class Bus:
         if error is None:
             return PublishAck(stream=resp["stream"], seq=resp["seq"], duplicate=bool(resp.get("duplicate")))
         if error.get("err_code") == _WRONG_LAST_SEQUENCE and expected_last_subject_seq is not None:
-            return await self._resolve_conflict(subject, envelope, expected_last_subject_seq, error)
+            return await self._resolve_conflict(guard or subject, envelope, expected_last_subject_seq, error)
         raise BusError(
             f"publish to {subject} refused: {error.get('description')} (code {error.get('err_code')})"
         )
@@ -217,7 +225,11 @@ class Bus:
         if len(ids) != len(items):
             raise ValueError("an atomic batch cannot contain the same event id twice")
         messages = [
-            (item.subject, item.envelope.encode(), _headers(item.envelope, item.expected_last_subject_seq))
+            (
+                item.subject,
+                item.envelope.encode(),
+                _headers(item.envelope, item.expected_last_subject_seq, item.guard),
+            )
             for item in items
         ]
         timeout = timeout_s or self.request_timeout_s
@@ -268,14 +280,15 @@ class Bus:
         # The server does not say which item failed its check: look at each guarded subject.
         guarded = [item for item in items if item.expected_last_subject_seq is not None]
         for item in guarded:
-            last = await self._last_msg(item.subject)
+            last = await self._last_msg(item.guard or item.subject)
             if last is not None and last.msg_id in ids:
                 raise DuplicateBatch(f"{description}: this batch's events are already stored", code)
             actual = 0 if last is None else last.seq
             if actual != item.expected_last_subject_seq:
                 raise ConcurrencyConflict(item.subject, item.expected_last_subject_seq, actual)
         first = guarded[0] if guarded else items[0]
-        raise ConcurrencyConflict(first.subject, first.expected_last_subject_seq or 0, _parse_last_seq(error))
+        where = first.guard or first.subject
+        raise ConcurrencyConflict(where, first.expected_last_subject_seq or 0, _parse_last_seq(error))
 
     async def publish_pipelined(
         self, items: Iterable[tuple[Envelope, str]], *, window: int = 256, timeout_s: float | None = None

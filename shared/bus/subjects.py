@@ -1,7 +1,15 @@
 """Subject and stream names on the bus.
 
-Domain events live on ``lahar.ev.<kind>.<namespace>.<name>`` (``_`` as namespace for cluster-scoped kinds),
-one subject per object, so ``Nats-Expected-Last-Subject-Sequence`` is a per-object compare-and-set.
+Domain events live on ``lahar.ev.<kind>.<producer>.<type>.<namespace>.<name>`` (``_`` as namespace for
+cluster-scoped kinds): the object an event is about, who wrote it and what it says. So
+
+- a consumer subscribes to exactly the event types it reads (``lahar.ev.pod.*.PodBound.>``), and the
+  server, not the consumer, drops the rest;
+- one object's history is one wildcard (``lahar.ev.job.*.*.default.train``);
+- a writer's compare-and-set covers its own facts about an object: ``Nats-Expected-Last-Subject-Sequence``
+  with ``Nats-Expected-Last-Subject-Sequence-Subject`` = ``lahar.ev.job.admission.*.default.train``;
+- the broker can allow each service to publish only under its own producer token.
+
 Object names may contain characters NATS forbids in a subject token (``.``, ``*``, ``>``, whitespace), so
 every token is escaped reversibly: bytes outside ``[A-Za-z0-9_-]`` become ``%XX`` (their UTF-8 bytes in hex).
 """
@@ -22,6 +30,7 @@ PLANS_ROOT = "lahar.plan"
 CLUSTER_SCOPE = "_"
 
 _SAFE = re.compile(r"[A-Za-z0-9_-]")
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")  # a token that needs no escaping: most names
 _ESCAPED = re.compile(r"%([0-9A-F]{2})")
 
 
@@ -32,12 +41,16 @@ def encode_token(value: str) -> str:
     # "_" alone is reserved for "cluster-scoped", so a literal "_" must not collide with it.
     if value == CLUSTER_SCOPE:
         return "%5F"
+    if _PLAIN.fullmatch(value):
+        return value
     return "".join(ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode()) for ch in value)
 
 
 def decode_token(token: str) -> str:
     if not token:
         raise ValueError("a subject token cannot be empty")
+    if token != CLUSTER_SCOPE and _PLAIN.fullmatch(token):
+        return token  # nothing escaped: every event's subject takes this path
     try:
         raw = bytearray()
         pos = 0
@@ -63,37 +76,87 @@ class ObjectRef:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class EventSubject:
+    """What an event subject says: the object (kind, namespace, name), the producer and the event type."""
+
+    kind: str
+    producer: str
+    type: str
+    namespace: str | None
+    name: str
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.kind, self.namespace, self.name)
+
+
 def _object_tokens(kind: str, namespace: str | None, name: str) -> str:
     ns = CLUSTER_SCOPE if namespace is None else encode_token(namespace)
     return f"{encode_token(kind)}.{ns}.{encode_token(name)}"
 
 
-def event_subject(kind: str, namespace: str | None, name: str) -> str:
-    """The subject carrying every event of one object."""
-    return f"{EVENTS_ROOT}.{_object_tokens(kind, namespace, name)}"
+def _namespace_token(namespace: str | None) -> str:
+    return CLUSTER_SCOPE if namespace is None else encode_token(namespace)
 
 
-def event_filter(kind: str | None = None, namespace: str | None = None) -> str:
-    """A wildcard over the events of a kind (and namespace): ``lahar.ev.job.>`` etc.
+def event_subject(kind: str, namespace: str | None, name: str, event_type: str, producer: str) -> str:
+    """The subject of one event: about (kind, namespace, name), of event_type, written by producer."""
+    tokens = (kind, producer, event_type)
+    head = ".".join(encode_token(t) for t in tokens)
+    return f"{EVENTS_ROOT}.{head}.{_namespace_token(namespace)}.{encode_token(name)}"
 
-    A namespace without a kind selects that namespace across kinds; pass CLUSTER_SCOPE for cluster-scoped.
-    """
-    kind_tok = "*" if kind is None else encode_token(kind)
+
+def event_filter(
+    kind: str | None = None,
+    namespace: str | None = None,
+    *,
+    event_type: str | None = None,
+    producer: str | None = None,
+    name: str | None = None,
+) -> str:
+    """A wildcard over events: any of kind, producer, type, namespace (CLUSTER_SCOPE for cluster-scoped
+    objects) and name left out matches everything there."""
     if namespace is None:
-        return f"{EVENTS_ROOT}.{kind_tok}.>" if kind is not None else f"{EVENTS_ROOT}.>"
-    ns_tok = CLUSTER_SCOPE if namespace == CLUSTER_SCOPE else encode_token(namespace)
-    return f"{EVENTS_ROOT}.{kind_tok}.{ns_tok}.*"
+        ns = "*"
+    else:
+        ns = CLUSTER_SCOPE if namespace == CLUSTER_SCOPE else encode_token(namespace)
+    tokens = [
+        "*" if kind is None else encode_token(kind),
+        "*" if producer is None else encode_token(producer),
+        "*" if event_type is None else encode_token(event_type),
+        ns,
+        "*" if name is None else encode_token(name),
+    ]
+    while tokens and tokens[-1] == "*":  # a trailing run of single wildcards is one ">"
+        tokens.pop()
+    return ".".join([EVENTS_ROOT, *tokens, ">"]) if len(tokens) < 5 else ".".join([EVENTS_ROOT, *tokens])
 
 
-def parse_event_subject(subject: str) -> ObjectRef:
+def object_filter(kind: str, namespace: str | None, name: str) -> str:
+    """Every event of one object, whoever wrote it."""
+    return f"{EVENTS_ROOT}.{encode_token(kind)}.*.*.{_namespace_token(namespace)}.{encode_token(name)}"
+
+
+def guard_subject(kind: str, namespace: str | None, name: str, producer: str) -> str:
+    """The events one producer wrote about one object: what its compare-and-set on the object compares."""
+    prefix = f"{EVENTS_ROOT}.{encode_token(kind)}.{encode_token(producer)}.*"
+    return f"{prefix}.{_namespace_token(namespace)}.{encode_token(name)}"
+
+
+def parse_event_subject(subject: str) -> EventSubject:
     """Invert event_subject(); raises ValueError for any other subject."""
     prefix = EVENTS_ROOT + "."
     tokens = subject[len(prefix) :].split(".") if subject.startswith(prefix) else []
-    if len(tokens) != 3:
-        raise ValueError(f"not an event subject ({EVENTS_ROOT}.<kind>.<namespace>.<name>): {subject!r}")
-    kind, ns, name = tokens
-    return ObjectRef(
+    if len(tokens) != 5:
+        raise ValueError(
+            f"not an event subject ({EVENTS_ROOT}.<kind>.<producer>.<type>.<namespace>.<name>): {subject!r}"
+        )
+    kind, producer, event_type, ns, name = tokens
+    return EventSubject(
         kind=decode_token(kind),
+        producer=decode_token(producer),
+        type=decode_token(event_type),
         namespace=None if ns == CLUSTER_SCOPE else decode_token(ns),
         name=decode_token(name),
     )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
+from contracts.events import EVENT_TYPES
 from shared.bus.envelope import Envelope
-from shared.bus.subjects import ObjectRef
+from shared.bus.subjects import EventSubject, event_filter
 from shared.runner_types import Event
 from shared.telemetry.tracing import JOB_ATTRIBUTE, POD_ATTRIBUTE
 
 
-def to_event(seq: int, ref: ObjectRef, env: Envelope) -> Event:
+def to_event(seq: int, ref: EventSubject, env: Envelope) -> Event:
+    """The core's view of a log record. The producer is the subject's, which the broker can restrict per
+    service (the envelope's field is whatever the writer put there)."""
     return Event(
         seq=seq,
         type=env.type,
@@ -21,7 +26,7 @@ def to_event(seq: int, ref: ObjectRef, env: Envelope) -> Event:
         correlation_id=env.correlation_id,
         causation_id=env.causation_id,
         traceparent=env.traceparent,
-        producer=env.producer,
+        producer=ref.producer,
     )
 
 
@@ -36,3 +41,13 @@ def span_attributes(event: Event) -> dict[str, str | int]:
     if event.kind == "pod":
         attributes[POD_ATTRIBUTE] = f"{event.namespace or ''}/{event.name}"
     return attributes
+
+
+def read_filters(reads: Collection[str] | None) -> list[str] | None:
+    """The subject filters that deliver exactly the catalogued event types `reads` (None: everything)."""
+    if reads is None:
+        return None
+    unknown = sorted(set(reads) - EVENT_TYPES.keys())
+    if unknown:
+        raise ValueError(f"not catalogued event types (contracts/events.py): {', '.join(unknown)}")
+    return [event_filter(EVENT_TYPES[name].subject_kind, event_type=name) for name in sorted(reads)]

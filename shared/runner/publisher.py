@@ -24,7 +24,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from shared.bus.envelope import Envelope
 from shared.bus.errors import AtomicBatchUnsupported, BusError, ConcurrencyConflict, DuplicateBatch
 from shared.bus.jetstream import BatchItem, Bus
-from shared.bus.subjects import event_subject
+from shared.bus.subjects import event_subject, guard_subject
 from shared.runner.metrics import RunnerMetrics
 from shared.runner_types import Output
 from shared.telemetry.tracing import JOB_ATTRIBUTE, POD_ATTRIBUTE, extract_context, trace_fields
@@ -137,7 +137,7 @@ class Publisher:
     async def _send(self, step: _Step) -> int:
         spans = [self._start_span(o) for o in step.outputs]
         items = [
-            (self._envelope(o, span), event_subject(o.kind, o.namespace, o.name))
+            (self._envelope(o, span), event_subject(o.kind, o.namespace, o.name, o.type, self.producer))
             for o, span in zip(step.outputs, spans, strict=True)
         ]
         deadline = time.monotonic() + self.inflight_timeout_s
@@ -167,11 +167,14 @@ class Publisher:
         if step.kind == "cas":
             (envelope, subject), output = items[0], step.outputs[0]
             ack = await self.bus.publish(
-                envelope, subject, expected_last_subject_seq=output.expected_last_subject_seq
+                envelope,
+                subject,
+                expected_last_subject_seq=output.expected_last_subject_seq,
+                guard=self._guard(output),
             )
             return ["duplicate" if ack.duplicate else "stored"]
         batch = [
-            BatchItem(env, subject, o.expected_last_subject_seq)
+            BatchItem(env, subject, o.expected_last_subject_seq, self._guard(o))
             for (env, subject), o in zip(items, step.outputs, strict=True)
         ]
         try:
@@ -179,6 +182,12 @@ class Publisher:
         except DuplicateBatch:
             return ["duplicate"] * len(batch)
         return ["stored"] * len(batch)
+
+    def _guard(self, output: Output) -> str | None:
+        """A compare-and-set covers this producer's own events about the output's object."""
+        if output.expected_last_subject_seq is None:
+            return None
+        return guard_subject(output.kind, output.namespace, output.name, self.producer)
 
     def _failed(self, step: _Step, spans: list[Span], result: str, exc: Exception | None) -> int:
         for output, span in zip(step.outputs, spans, strict=True):

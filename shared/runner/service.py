@@ -24,11 +24,12 @@ from opentelemetry.trace import SpanKind, Tracer
 from shared.bus.envelope import EnvelopeError
 from shared.bus.jetstream import Bus
 from shared.bus.records import StreamRecord
+from shared.bus.replay import Filters, filter_list
 from shared.bus.streams import events_stream
 from shared.bus.subjects import EVENTS_STREAM, parse_event_subject
 from shared.runner.checkpointer import Checkpointer
 from shared.runner.config import RunnerConfig
-from shared.runner.events import span_attributes, to_event
+from shared.runner.events import read_filters, span_attributes, to_event
 from shared.runner.leader import LeaderSeat, default_candidate
 from shared.runner.metrics import RunnerMetrics
 from shared.runner.publisher import Publisher
@@ -45,8 +46,16 @@ _QUEUED_BATCHES = 8  # backpressure on the live reader (each batch holds up to m
 
 
 class EventSourcedService(Service, Generic[S]):
-    """Runs core against the log. subject_filter narrows what is applied (it must include the service's
-    own events). clock gives the `now` passed to reconcile (epoch seconds)."""
+    """Runs core against the log. The server sends only the event types the core `reads` (None: every
+    event); subject_filter, one wildcard or several, overrides that (it must include the service's own
+    events). clock gives the `now` passed to reconcile (epoch seconds).
+
+    A service that must know it has seen the whole log up to a sequence (admission deciding against
+    everything before a request, the binder checking a plan against what its scheduler saw) sets
+    follows_whole_log: the server then sends every event, and the loop drops the types the core does not
+    read before decoding them, so `seq` is the log's position, not the last relevant event's."""
+
+    follows_whole_log = False
 
     def __init__(
         self,
@@ -55,7 +64,7 @@ class EventSourcedService(Service, Generic[S]):
         etcd: Etcd,
         config: RunnerConfig,
         *,
-        subject_filter: str | None = None,
+        subject_filter: Filters = None,
         registry: Registry | None = None,
         tracer: Tracer | None = None,
         clock: Callable[[], float] = time.time,
@@ -66,7 +75,12 @@ class EventSourcedService(Service, Generic[S]):
         self.bus = bus
         self.etcd = etcd
         self.config = config
-        self.subject_filter = subject_filter
+        reads = getattr(core, "reads", None)
+        self._reads: frozenset[str] | None = None if reads is None else frozenset(reads)
+        if subject_filter is not None:
+            self.subject_filter: Filters = subject_filter
+        else:
+            self.subject_filter = None if self.follows_whole_log else read_filters(reads)
         self.clock = clock
         self.tracer = tracer or trace.get_tracer("lahar.runner")
         self.metrics = RunnerMetrics(registry or default_registry(), core.name)
@@ -142,13 +156,16 @@ class EventSourcedService(Service, Generic[S]):
         return not (self.leading and (self._full or self._dirty or self._unsettled))
 
     async def _log_has_more(self, seq: int) -> bool:
-        if self.subject_filter is None:
+        filters = filter_list(self.subject_filter)
+        if not filters:
             return await self.bus.last_seq(EVENTS_STREAM) > seq
-        try:
-            await self.bus.jsm.get_msg(EVENTS_STREAM, seq=seq + 1, subject=self.subject_filter, next=True)
-        except nats.js.errors.NotFoundError:
-            return False
-        return True
+        for subject in filters:
+            try:
+                await self.bus.jsm.get_msg(EVENTS_STREAM, seq=seq + 1, subject=subject, next=True)
+            except nats.js.errors.NotFoundError:
+                continue
+            return True
+        return False
 
     async def serve(self) -> None:
         try:
@@ -313,8 +330,11 @@ class EventSourcedService(Service, Generic[S]):
         if record.seq <= self.seq:
             return  # applied already (a redelivery): an event is never applied twice
         try:
-            env = record.envelope()
             ref = parse_event_subject(record.subject)
+            if self._reads is not None and ref.type not in self._reads:
+                self.seq = record.seq  # not a type this core folds: skipped before decoding it
+                return
+            env = record.envelope()
         except (EnvelopeError, ValueError) as exc:
             # Not an event (a bug of some writer): nothing can be folded from it, and stopping here
             # would stall the service forever.

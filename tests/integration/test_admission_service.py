@@ -27,6 +27,7 @@ from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 from shared.telemetry.tracing import setup_tracing
 
+REJECTED = "lahar.ev.rejection.admission.ManifestRejected"  # + .<namespace>.<name>
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,8 +119,8 @@ async def test_apply_appends_the_accepted_events_and_answers_with_each_object(
     ]
     log = await events(bus)
     assert [(s, t) for s, t, _ in log] == [
-        ("lahar.ev.queue._.research", "QueueApplied"),
-        ("lahar.ev.job.default.train", "JobSubmitted"),
+        ("lahar.ev.queue.admission.QueueApplied._.research", "QueueApplied"),
+        ("lahar.ev.job.admission.JobSubmitted.default.train", "JobSubmitted"),
     ]
     job = log[1][2]
     assert answer["seq"] == 2 and admission.seq == 2  # answered once the view holds its own events
@@ -192,8 +193,8 @@ async def test_a_job_with_the_ssh_plugin_gets_one_key_pair_with_its_submission(
     assert answer["accepted"], answer
     log = await events(bus)
     assert [(s, t) for s, t, _ in log] == [
-        ("lahar.ev.job.default.train", "JobSubmitted"),
-        ("lahar.ev.job.default.train", "JobSecretCreated"),
+        ("lahar.ev.job.admission.JobSubmitted.default.train", "JobSubmitted"),
+        ("lahar.ev.job.admission.JobSecretCreated.default.train", "JobSecretCreated"),
     ]
     submitted, secret = log[0][2], log[1][2]
     assert "ssh" in submitted.payload["object"]["object"]["plugins"]  # the mpi plugin brings ssh
@@ -238,7 +239,7 @@ async def test_delete_and_commands(bus: Bus, admission: AdmissionService) -> Non
     assert dict(command.payload) == {"action": "AbortJob", "target_kind": "Job", "target": "default/train"}
     assert log[3][2].payload["action"] == "CloseQueue" and log[3][2].payload["target"] == "research"
     assert log[4][1] == "QueueApplied" and log[4][2].payload["object"]["object"]["weight"] == 5
-    assert (log[5][0], log[5][1]) == ("lahar.ev.job.default.train", "JobDeleted")
+    assert (log[5][0], log[5][1]) == ("lahar.ev.job.admission.JobDeleted.default.train", "JobDeleted")
 
     reopened = await request(bus, "command", {"action": "OpenQueue", "name": "research"})  # Volcano's name
     assert reopened["accepted"] and reopened["objects"][0]["name"] == "research-openqueue", reopened
@@ -275,15 +276,15 @@ async def test_intake_admits_valid_manifests_and_records_rejections(
 
     await eventually(settled, what="every intake message admitted or rejected and acknowledged")
     log = await events(bus)
-    assert (log[0][0], log[0][1]) == ("lahar.ev.job.default.train", "JobSubmitted")
+    assert (log[0][0], log[0][1]) == ("lahar.ev.job.admission.JobSubmitted.default.train", "JobSubmitted")
     assert log[0][2].traceparent.split("-")[1] == TRACEPARENT.split("-")[1]  # type: ignore[union-attr]
     rejections = {s: e for s, t, e in log if t == "ManifestRejected"}
     assert set(rejections) == {
-        "lahar.ev.rejection.default.lost",
-        *(f"lahar.ev.rejection.default.junk{i}" for i in range(len(garbage))),
-        "lahar.ev.rejection._.intake-7",  # the 7th message of the stream
+        f"{REJECTED}.default.lost",
+        *(f"{REJECTED}.default.junk{i}" for i in range(len(garbage))),
+        f"{REJECTED}._.intake-7",  # the 7th message of the stream
     }
-    lost = rejections["lahar.ev.rejection.default.lost"]
+    lost = rejections[f"{REJECTED}.default.lost"]
     assert lost.correlation_id == "default/lost" and lost.payload["source"].startswith(
         "lahar.intake.job.default.lost#"
     )

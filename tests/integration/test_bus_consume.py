@@ -27,9 +27,9 @@ def event(n: int) -> Envelope:
 async def seed(bus: Bus, count: int) -> list[str]:
     """count events round-robin over job a, job b and a node; returns their subjects in order."""
     targets = [
-        subjects.event_subject("job", "default", "a"),
-        subjects.event_subject("job", "default", "b"),
-        subjects.event_subject("node", None, "n1"),
+        subjects.event_subject("job", "default", "a", "Tick", "tests"),
+        subjects.event_subject("job", "default", "b", "Tick", "tests"),
+        subjects.event_subject("node", None, "n1", "Tick", "tests"),
     ]
     items = [(event(i), targets[i % 3]) for i in range(count)]
     await bus.publish_pipelined(items)
@@ -83,7 +83,9 @@ async def test_replay_stops_at_the_sequence_seen_when_it_started(events_bus: Bus
 
 
 async def test_replay_surfaces_garbage_instead_of_skipping_it(events_bus: Bus) -> None:
-    await events_bus.js.publish(subjects.event_subject("job", "default", "x"), b"\x00not an envelope")
+    await events_bus.js.publish(
+        subjects.event_subject("job", "default", "x", "Tick", "tests"), b"\x00not an envelope"
+    )
     [record] = await collect(events_bus.replay(STREAM))
     with pytest.raises(EnvelopeError):
         record.envelope()

@@ -95,23 +95,31 @@ def test_subject_tokens_roundtrip_and_are_valid(value: str) -> None:
 
 
 def test_event_subjects() -> None:
-    subject = subjects.event_subject("job", "team.a", "train *1*")
-    assert subject == "lahar.ev.job.team%2Ea.train%20%2A1%2A"
-    assert subjects.parse_event_subject(subject) == subjects.ObjectRef("job", "team.a", "train *1*")
-    node = subjects.event_subject("node", None, "n1.example.com")
-    assert node.startswith("lahar.ev.node._.")
+    subject = subjects.event_subject("job", "team.a", "train *1*", "JobSubmitted", "admission")
+    assert subject == "lahar.ev.job.admission.JobSubmitted.team%2Ea.train%20%2A1%2A"
+    parsed = subjects.parse_event_subject(subject)
+    assert parsed == subjects.EventSubject("job", "admission", "JobSubmitted", "team.a", "train *1*")
+    assert parsed.ref == subjects.ObjectRef("job", "team.a", "train *1*")
+    node = subjects.event_subject("node", None, "n1.example.com", "NodeRegistered", "node-agent.sim")
+    assert node.startswith("lahar.ev.node.node-agent%2Esim.NodeRegistered._.")
     assert subjects.parse_event_subject(node).namespace is None
-    assert subjects.parse_event_subject(subjects.event_subject("x", "_", "y")).namespace == "_"
+    assert subjects.parse_event_subject(node).producer == "node-agent.sim"
+    assert subjects.parse_event_subject(subjects.event_subject("x", "_", "y", "T", "p")).namespace == "_"
     assert subjects.event_filter("job") == "lahar.ev.job.>"
-    assert subjects.event_filter("job", "default") == "lahar.ev.job.default.*"
+    assert subjects.event_filter("job", "default") == "lahar.ev.job.*.*.default.>"
+    assert subjects.event_filter("pod", event_type="PodBound") == "lahar.ev.pod.*.PodBound.>"
+    assert subjects.event_filter(None, subjects.CLUSTER_SCOPE) == "lahar.ev.*.*.*._.>"
+    assert subjects.object_filter("job", "default", "train") == "lahar.ev.job.*.*.default.train"
+    guard = subjects.guard_subject("job", "default", "train", "admission")
+    assert guard == "lahar.ev.job.admission.*.default.train"
     with pytest.raises(ValueError):
-        subjects.parse_event_subject("lahar.ev.job.default")
+        subjects.parse_event_subject("lahar.ev.job.default.train")
 
 
 async def test_envelope_roundtrips_through_the_stream_with_trace_headers(bus: Bus) -> None:
     await bus.ensure_streams([events_stream()])
     env = make()
-    subject = subjects.event_subject("job", "default", "train")
+    subject = subjects.event_subject("job", "default", "train", env.type, env.producer)
     ack = await bus.publish(env, subject)
     records = [r async for r in bus.replay(subjects.EVENTS_STREAM)]
     assert [(r.seq, r.subject) for r in records] == [(ack.seq, subject)]

@@ -13,8 +13,8 @@ from shared.bus.streams import StreamSpec, events_stream, standard_streams
 pytestmark = pytest.mark.integration
 
 STREAM = subjects.EVENTS_STREAM
-JOB = subjects.event_subject("job", "default", "train")
-PODS = [subjects.event_subject("pod", "default", f"train-{i}") for i in range(3)]
+JOB = subjects.event_subject("job", "default", "train", "JobCreated", "tests")
+PODS = [subjects.event_subject("pod", "default", f"train-{i}", "PodEvent", "tests") for i in range(3)]
 
 
 def event(kind: str = "JobCreated", n: int = 0) -> Envelope:
@@ -64,6 +64,29 @@ async def test_expected_sequence_conflict_reports_the_actual_sequence(events_bus
         await events_bus.publish(event("JobUpdated", 3), JOB, expected_last_subject_seq=created.seq)
     assert (lost.value.subject, lost.value.expected, lost.value.actual) == (JOB, created.seq, updated.seq)
     assert await events_bus.last_subject_seq(JOB) == updated.seq
+
+
+async def test_a_guard_compares_one_producers_events_about_an_object(events_bus: Bus) -> None:
+    """admission guards its writes with its own events of the object, whatever their type; another
+    producer's events about the same object do not make it conflict."""
+    guard = subjects.guard_subject("job", "default", "train", "admission")
+    submitted = subjects.event_subject("job", "default", "train", "JobSubmitted", "admission")
+    updated = subjects.event_subject("job", "default", "train", "JobUpdated", "admission")
+    status = subjects.event_subject("job", "default", "train", "JobStatusChanged", "job-controller")
+    first = await events_bus.publish(event(n=0), submitted, expected_last_subject_seq=0, guard=guard)
+    await events_bus.publish(event("JobStatusChanged", 1), status)
+    second = await events_bus.publish(
+        event("JobUpdated", 2), updated, expected_last_subject_seq=first.seq, guard=guard
+    )
+    with pytest.raises(ConcurrencyConflict) as lost:
+        await events_bus.publish(
+            event("JobUpdated", 3), updated, expected_last_subject_seq=first.seq, guard=guard
+        )
+    assert (lost.value.subject, lost.value.expected, lost.value.actual) == (guard, first.seq, second.seq)
+    batch = [BatchItem(event("JobUpdated", 4), updated, expected_last_subject_seq=first.seq, guard=guard)]
+    with pytest.raises(ConcurrencyConflict):
+        await events_bus.publish_batch(batch)
+    assert await events_bus.last_subject_seq(guard) == second.seq
 
 
 async def test_retried_compare_and_set_publish_is_not_a_conflict(events_bus: Bus) -> None:

@@ -317,9 +317,9 @@ async def test_events_shows_a_jobs_history_with_producers_and_causes(cli: Cli, b
         payload={"object": {}},
         causation_id=submitted.id,
     )
-    await bus.publish(pod, event_subject("pod", "default", "train-worker-0"))
+    await bus.publish(pod, event_subject("pod", "default", "train-worker-0", pod.type, pod.producer))
     other = Envelope.create("PodCreated", time=1.0, producer="job-controller", correlation_id="default/x")
-    await bus.publish(other, event_subject("pod", "default", "x-worker-0"))
+    await bus.publish(other, event_subject("pod", "default", "x-worker-0", other.type, other.producer))
 
     history = await cli.json("events", "train", "-o", "json")
     assert [(e["type"], e["object"], e["producer"]) for e in history] == [

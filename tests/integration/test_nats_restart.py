@@ -14,7 +14,7 @@ from shared.servers import NatsServer
 pytestmark = pytest.mark.integration
 
 STREAM = subjects.EVENTS_STREAM
-JOB = subjects.event_subject("job", "default", "train")
+JOB = subjects.event_subject("job", "default", "train", "JobCreated", "tests")
 
 
 def event(n: int) -> Envelope:

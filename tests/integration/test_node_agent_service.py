@@ -23,6 +23,7 @@ from opentelemetry.trace import SpanKind, Tracer
 from support.waiting import Eventually
 
 from contracts.codec import encode_object
+from contracts.events import writer_of
 from contracts.objects import Container, Job, ObjectMeta, Pod, PodSpec, PodTemplate, TaskSpec, frozen_map
 from services.job_controller.core.expand import default_job, pod_for
 from services.node_agent.config import NodeAgentConfig
@@ -121,8 +122,9 @@ async def publish(
     env = Envelope.create(
         event_type, time=time.time(), producer="tests", correlation_id=name, payload=payload, **trace
     )
-    ack = await bus.publish(env, event_subject(kind, namespace, name))
-    return to_event(ack.seq, parse_event_subject(event_subject(kind, namespace, name)), env)
+    subject = event_subject(kind, namespace, name, event_type, writer_of(event_type))
+    ack = await bus.publish(env, subject)
+    return to_event(ack.seq, parse_event_subject(subject), env)
 
 
 def job(name: str, script: str, *, replicas: int = 2, grace: int | None = None, **plugins: list[str]) -> Job:

@@ -66,7 +66,7 @@ async def ping(bus: Bus, name: str, n: int = 1, *, mode: str = "once") -> int:
     env = Envelope.create(
         "Ping", time=1.0, producer="tests", correlation_id=name, payload={"n": n, "mode": mode}
     )
-    return (await bus.publish(env, event_subject("toy", None, name))).seq
+    return (await bus.publish(env, event_subject("toy", None, name, "Ping", "tests"))).seq
 
 
 async def fold_log(bus: Bus, until_seq: int | None = None) -> ToyState:
@@ -223,12 +223,15 @@ async def test_a_batch_of_outputs_lands_atomically_or_not_at_all(
     await ping(bus, "a", mode="twins")
     await service.run_until_idle(15)
     echoes = [(r.seq, r.subject) async for r in bus.replay(EVENTS_STREAM) if r.envelope().type == "Echo"]
-    assert [subject for _, subject in echoes] == [event_subject("toyecho", None, n) for n in ("a", "a-twin")]
+    assert [subject for _, subject in echoes] == [
+        event_subject("toyecho", None, n, "Echo", "toy") for n in ("a", "a-twin")
+    ]
     assert echoes[1][0] == echoes[0][0] + 1
 
-    # b-twin already has an event, so the second compare-and-set of b's batch fails: neither echo lands.
-    noise = Envelope.create("Noise", time=1.0, producer="tests", correlation_id="b")
-    await bus.publish(noise, event_subject("toyecho", None, "b-twin"))
+    # b-twin already has an event of the toy's, so the second compare-and-set of b's batch fails: neither
+    # echo lands.
+    noise = Envelope.create("Noise", time=1.0, producer="toy", correlation_id="b")
+    await bus.publish(noise, event_subject("toyecho", None, "b-twin", "Noise", "toy"))
     b_seq = await ping(bus, "b", mode="twins-cas")
     await eventually(lambda: published(service, "conflict") >= 4, what="b's batch to be refused twice")
     names = [parse_event_subject(r.subject).name async for r in bus.replay(EVENTS_STREAM, b_seq)]
@@ -291,7 +294,7 @@ async def test_a_jobs_trace_follows_its_events_through_the_service(bus: Bus, mak
         env = Envelope.create(
             "Ping", time=1.0, producer="tests", correlation_id="p0", payload={"n": 1}, **trace_fields()
         )
-    await bus.publish(env, event_subject("toy", None, "p0"))
+    await bus.publish(env, event_subject("toy", None, "p0", "Ping", "tests"))
     await service.run_until_idle(15)
 
     spans: dict[str, ReadableSpan] = {span.name: span for span in exporter.get_finished_spans()}

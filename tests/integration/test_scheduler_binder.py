@@ -150,8 +150,9 @@ async def created(bus: Bus, *objects: Any) -> None:
             payload={"object": encode_object(obj)},
             traceparent=f"00-{TRACE_ID}-{uuid.uuid4().hex[:16]}-01",
         )
+        catalogued = EVENT_TYPES[event_type]
         subject = event_subject(
-            EVENT_TYPES[event_type].subject_kind, obj.meta.namespace or None, obj.meta.name
+            catalogued.subject_kind, obj.meta.namespace or None, obj.meta.name, event_type, catalogued.writer
         )
         await bus.publish(env, subject)
 

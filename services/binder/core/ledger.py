@@ -235,6 +235,9 @@ _NODE_EVENTS: Mapping[str, Callable[[Ledger, Event], None]] = {
     "NodeNotReady": _node_not_ready,
 }
 
+# every event type the ledger folds
+LEDGER_EVENTS = frozenset(_FACTS) | frozenset(_NODE_EVENTS)
+
 
 # --- checkpoint form -----------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from services.cli.bench_e2e.stack import BenchStack
 from services.cli.bench_e2e.workload import NAMESPACE, BenchJob, arrival_offsets, bench_jobs
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, intake_subject, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_filter, intake_subject, parse_event_subject
 
 FINAL_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
 
@@ -95,8 +95,13 @@ async def _publish(bus: Bus, round_: _Round, jobs: list[BenchJob], offsets: list
 
 
 async def _watch(bus: Bus, round_: _Round, from_seq: int) -> None:
-    async for record in bus.follow(EVENTS_STREAM, from_seq, f"lahar.ev.*.{NAMESPACE}.*"):
-        round_.observe(record.subject, record.data)
+    filters = [
+        event_filter("pod", NAMESPACE, event_type="PodBound"),
+        event_filter("job", NAMESPACE, event_type="JobStatusChanged"),
+    ]
+    async for records in bus.follow_batches(EVENTS_STREAM, from_seq, filters):
+        for record in records:
+            round_.observe(record.subject, record.data)
 
 
 async def _run_round(

@@ -16,6 +16,8 @@ from typing import Any
 import msgpack
 
 from contracts import codec
+from services.job_controller.core import fold
+from services.job_controller.core.plain import fold as plain_fold
 from services.job_controller.core.plain.core import PlainCore
 from services.job_controller.core.plain.state import PlainState
 from services.job_controller.core.projection import KINDS, ObjectKey, Projected, ProjectedCore
@@ -38,6 +40,7 @@ ControllerKey = tuple[str, Any]
 
 class ControllerCore:
     kinds = KINDS
+    reads = fold.HANDLED_EVENTS | plain_fold.HANDLED_EVENTS
 
     def __init__(self) -> None:
         self.jobs = ProjectedCore()

@@ -27,9 +27,7 @@ from shared.runner_types import Event, Output
 
 CHECKPOINT_VERSION = 2
 # events that may let a job waiting for its queue to open (or for a priority class) create its PodGroup
-_WAITING_JOBS_EVENTS = frozenset(
-    {"QueueStateChanged", "QueueApplied", "QueueDeleted", "PriorityClassApplied", "PriorityClassDeleted"}
-)
+_WAITING_JOBS_EVENTS = frozenset({"QueueStateChanged", "PriorityClassApplied", "PriorityClassDeleted"})
 
 
 class JobControllerCore:

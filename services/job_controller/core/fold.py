@@ -322,3 +322,4 @@ _HANDLERS: Mapping[str, Callable[[State, Event], None]] = {
     "PriorityClassApplied": _priority_class_applied,
     "PriorityClassDeleted": _priority_class_deleted,
 }
+HANDLED_EVENTS = frozenset(_HANDLERS)

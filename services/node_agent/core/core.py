@@ -95,6 +95,7 @@ class NodeAgentCore:
             "NodeRegistered": self._registered,
             **{name: self._own_phase for name in _PHASE_OF},
         }
+        self.reads = frozenset(self._handlers)
 
     # --- the Core protocol ------------------------------------------------------------------------
     def initial(self) -> AgentState:

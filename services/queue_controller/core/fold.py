@@ -160,3 +160,4 @@ _HANDLERS: Mapping[str, Callable[[State, Event], None]] = {
     "PodGroupDeleted": _podgroup_deleted,
     "JobStatusChanged": _job_status_changed,
 }
+HANDLED_EVENTS = frozenset(_HANDLERS)

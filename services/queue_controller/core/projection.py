@@ -19,6 +19,7 @@ import msgpack
 from contracts import codec
 from contracts.objects import ObjectMeta, Queue, QueueStatus
 from services.queue_controller.core.core import QueueControllerCore
+from services.queue_controller.core.fold import HANDLED_EVENTS
 from services.queue_controller.core.state import QueueRecord, State
 from shared.runner_types import Event, Output
 
@@ -49,6 +50,7 @@ class ProjectedCore:
     """QueueControllerCore plus its read model (see the module docstring)."""
 
     kinds = KINDS
+    reads = HANDLED_EVENTS | _APPLIED.keys() | _DELETED.keys()
 
     def __init__(self, inner: QueueControllerCore | None = None) -> None:
         self.inner = inner or QueueControllerCore()

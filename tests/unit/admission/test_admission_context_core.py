@@ -17,14 +17,16 @@ from shared.runner_types import Event
 CORE = AdmissionViewCore()
 
 
-def event(seq: int, type: str, kind: str, name: str, namespace: str | None = None, **payload: Any) -> Event:
-    return Event(seq, type, kind, namespace, name, payload, f"id-{seq}", 1.0, "corr")
+def event(
+    seq: int, type: str, kind: str, name: str, namespace: str | None = None, by: str = "", **payload: Any
+) -> Event:
+    return Event(seq, type, kind, namespace, name, payload, f"id-{seq}", 1.0, "corr", producer=by)
 
 
 def applied(seq: int, obj: ApiObject, type: str) -> Event:
     kind = obj.kind.lower()
     namespace = obj.meta.namespace or None
-    return event(seq, type, kind, obj.meta.name, namespace, object=encode_object(obj))
+    return event(seq, type, kind, obj.meta.name, namespace, "admission", object=encode_object(obj))
 
 
 def pod(name: str, queue: str) -> dict[str, Any]:
@@ -88,15 +90,18 @@ def test_fold_builds_the_context(events: tuple[Event, ...], check: Any) -> None:
     assert view.seq == (events[-1].seq if events else 0)
 
 
-def test_subject_sequences_track_every_writer_of_guarded_subjects() -> None:
+def test_subject_sequences_track_admissions_own_writes_per_object() -> None:
     view = folded(
         applied(1, TRAIN, "JobSubmitted"),
-        event(2, "JobStatusChanged", "job", "train", "default", phase="Running", counts={}),
-        event(3, "PodCreated", "pod", "train-ps-0", "default", object=pod("train-ps-0", "default")),
+        event(2, "JobStatusChanged", "job", "train", "default", "job-controller", phase="Running", counts={}),
+        event(3, "JobSecretCreated", "job", "train", "default", "admission", uid="u", data={}),
+        event(4, "JobStatusChanged", "job", "train", "default", "job-controller", phase="Running", counts={}),
+        event(5, "PodCreated", "pod", "a", "default", "job-controller", object=pod("a", "default")),
     )
-    assert view.subject_seq("job", "default", "train") == 2  # the job-controller's write counts too
-    # a plain pod of that name would be admission's to write: its subject is guarded with the others
-    assert view.subject_seq("pod", "default", "train-ps-0") == 3
+    # a compare-and-set covers admission's own events about the object (its guard subject), so the
+    # job-controller's writes neither count nor make admission's next write about the job conflict
+    assert view.subject_seq("job", "default", "train") == 3
+    assert view.subject_seq("pod", "default", "a") == 0
 
 
 def test_checkpoints_round_trip() -> None:

@@ -33,7 +33,16 @@ class Cluster:
             seq = self.view.seq + 1
             payload = dict(write.emit.payload)
             event = Event(
-                seq, write.emit.type, write.kind, write.namespace, write.name, payload, f"e{seq}", 1.0, ""
+                seq,
+                write.emit.type,
+                write.kind,
+                write.namespace,
+                write.name,
+                payload,
+                f"e{seq}",
+                1.0,
+                "",
+                producer=CORE.name,
             )
             self.view = CORE.apply(self.view, event)
         return decided

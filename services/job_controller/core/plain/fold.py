@@ -305,3 +305,4 @@ _HANDLERS: Mapping[str, Callable[[PlainState, Event, str], None]] = {
     "PodTerminated": _pod_event(_ended(lambda e: e.payload.get("reason", "") or "Terminated")),
     "PodLost": _pod_event(_ended(lambda e: "NodeLost")),
 }
+HANDLED_EVENTS = frozenset(_HANDLERS)
