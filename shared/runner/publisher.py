@@ -27,7 +27,13 @@ from shared.bus.jetstream import BatchItem, Bus
 from shared.bus.subjects import event_subject, guard_subject
 from shared.runner.metrics import RunnerMetrics
 from shared.runner_types import Output
-from shared.telemetry.tracing import JOB_ATTRIBUTE, POD_ATTRIBUTE, extract_context, trace_fields
+from shared.telemetry.tracing import (
+    JOB_ATTRIBUTE,
+    POD_ATTRIBUTE,
+    extract_context,
+    records_spans,
+    trace_fields,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -86,6 +92,7 @@ class Publisher:
         self.metrics = metrics
         self.inflight_timeout_s = inflight_timeout_s
         self.clock = clock
+        self.records = records_spans(tracer)  # False: outputs carry their cause's trace context, no span
         self._inflight: dict[str, float] = {}  # output id -> monotonic time after which it may be re-sent
         self._traces: OrderedDict[str, str] = (
             OrderedDict()
@@ -135,7 +142,7 @@ class Publisher:
         return failed
 
     async def _send(self, step: _Step) -> int:
-        spans = [self._start_span(o) for o in step.outputs]
+        spans = [self._start_span(o) if self.records else None for o in step.outputs]
         items = [
             (self._envelope(o, span), event_subject(o.kind, o.namespace, o.name, o.type, self.producer))
             for o, span in zip(step.outputs, spans, strict=True)
@@ -156,8 +163,9 @@ class Publisher:
             return self._failed(step, spans, "error", exc)
         for output, span, result in zip(step.outputs, spans, results, strict=True):
             self.metrics.published(output.type, result)
-            span.set_attribute("lahar.publish.result", result)
-            span.end()
+            if span is not None:
+                span.set_attribute("lahar.publish.result", result)
+                span.end()
         return 0
 
     async def _store(self, step: _Step, items: list[tuple[Envelope, str]]) -> list[str]:
@@ -189,16 +197,20 @@ class Publisher:
             return None
         return guard_subject(output.kind, output.namespace, output.name, self.producer)
 
-    def _failed(self, step: _Step, spans: list[Span], result: str, exc: Exception | None) -> int:
+    def _failed(self, step: _Step, spans: list[Span | None], result: str, exc: Exception | None) -> int:
         for output, span in zip(step.outputs, spans, strict=True):
             self._inflight.pop(output.id, None)
             self.metrics.published(output.type, result)
-            span.set_status(Status(StatusCode.ERROR, str(exc) if exc else result))
-            span.end()
+            if span is not None:
+                span.set_status(Status(StatusCode.ERROR, str(exc) if exc else result))
+                span.end()
         return len(step.outputs)
 
+    def _parent(self, output: Output) -> str | None:
+        return output.traceparent or self._traces.get(output.causation_id or "")
+
     def _start_span(self, output: Output) -> Span:
-        parent = output.traceparent or self._traces.get(output.causation_id or "")
+        parent = self._parent(output)
         attributes: dict[str, str] = {
             "messaging.system": "nats",
             "lahar.event.type": output.type,
@@ -212,7 +224,11 @@ class Publisher:
             f"publish {output.type}", context=context, kind=SpanKind.PRODUCER, attributes=attributes
         )
 
-    def _envelope(self, output: Output, span: Span) -> Envelope:
+    def _envelope(self, output: Output, span: Span | None) -> Envelope:
+        if span is None:
+            fields: dict[str, str | None] = {"traceparent": self._parent(output), "tracestate": None}
+        else:
+            fields = trace_fields(trace.set_span_in_context(span))
         return Envelope.create(
             output.type,
             time=self.clock(),
@@ -221,5 +237,5 @@ class Publisher:
             payload=output.payload,
             id=output.id,
             causation_id=output.causation_id,
-            **trace_fields(trace.set_span_in_context(span)),
+            **fields,
         )

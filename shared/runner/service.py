@@ -343,7 +343,7 @@ class EventSourcedService(Service, Generic[S]):
             self.seq = record.seq
             return
         event = to_event(record.seq, ref, env)
-        if live:
+        if live and self.publisher.records:
             with self.tracer.start_as_current_span(
                 f"apply {env.type}",
                 context=extract_context(env),
@@ -354,7 +354,8 @@ class EventSourcedService(Service, Generic[S]):
                 # Outputs this event causes become children of this span.
                 self.publisher.seen(env.id, trace_headers().get("traceparent"))
         else:
-            # Replay is not traced per event (it would graft old events onto their traces again).
+            # Replay is not traced per event (it would graft old events onto their traces again), nor is
+            # anything when spans are not recorded: outputs then carry their cause's trace context.
             self.state = self.core.apply(self.state, event)
             self.publisher.seen(env.id, env.traceparent)
         if track:

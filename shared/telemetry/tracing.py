@@ -18,6 +18,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 log = structlog.get_logger(__name__)
@@ -44,16 +45,21 @@ def setup_tracing(
 
     With an exporter (tests pass an InMemorySpanExporter), spans are exported synchronously as they end.
     Otherwise, if OTEL_EXPORTER_OTLP_ENDPOINT is set and the OTLP exporter package is installed, spans are
-    batched to it; else they are not exported (trace ids still reach the logs). set_global installs the
-    provider for trace.get_tracer(); OpenTelemetry allows that once per process.
+    batched to it; else they are not exported, and not recorded either unless OTEL_TRACES_SAMPLER asks:
+    a recorded span costs tens of microseconds and every event makes several. Unrecorded spans still
+    carry trace ids, so a job's events keep one trace id across services and the logs show it. set_global
+    installs the provider for trace.get_tracer(); OpenTelemetry allows that once per process.
     """
-    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
+    resource = Resource.create({SERVICE_NAME: service_name})
+    otlp = _otlp_exporter(env) if exporter is None else None
+    if exporter is None and otlp is None and not env.get("OTEL_TRACES_SAMPLER"):
+        provider = TracerProvider(resource=resource, sampler=ALWAYS_OFF)
+    else:
+        provider = TracerProvider(resource=resource)
     if exporter is not None:
         provider.add_span_processor(SimpleSpanProcessor(exporter))
-    else:
-        otlp = _otlp_exporter(env)
-        if otlp is not None:
-            provider.add_span_processor(BatchSpanProcessor(otlp))
+    elif otlp is not None:
+        provider.add_span_processor(BatchSpanProcessor(otlp))
     if set_global:
         trace.set_tracer_provider(provider)
     return provider
@@ -77,6 +83,14 @@ def _otlp_exporter(env: Mapping[str, str]) -> SpanExporter | None:
         return None
     exporter: SpanExporter = module.OTLPSpanExporter()  # reads the endpoint and headers from the environment
     return exporter
+
+
+def records_spans(tracer: trace.Tracer) -> bool:
+    """Whether the tracer can record spans at all. When it cannot (no exporter, see setup_tracing), hot
+    paths pass the trace context along themselves instead of making spans nobody will see."""
+    if isinstance(tracer, trace.NoOpTracer):
+        return False
+    return getattr(tracer, "sampler", None) is not ALWAYS_OFF
 
 
 def trace_headers(context: Context | None = None) -> dict[str, str]:

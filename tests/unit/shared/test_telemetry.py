@@ -23,6 +23,7 @@ from shared.telemetry.tracing import (
     JOB_ATTRIBUTE,
     POD_ATTRIBUTE,
     extract_context,
+    records_spans,
     setup_tracing,
     trace_fields,
     trace_headers,
@@ -260,3 +261,18 @@ def test_otlp_export_needs_the_exporter_package(log_stream: io.StringIO) -> None
     assert "no OTLP exporter is installed" in line["event"]
     setup_tracing("x", set_global=False, env={})
     assert len(lines(log_stream)) == 1  # no endpoint: nothing to say
+
+
+def test_without_an_exporter_spans_are_not_recorded_but_trace_ids_flow() -> None:
+    unexported = setup_tracing("binder", set_global=False, env={}).get_tracer("tests")
+    assert not records_spans(unexported)
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with unexported.start_as_current_span("bind", context=extract_context({"traceparent": parent})) as span:
+        assert not span.is_recording()
+        assert trace_headers()["traceparent"].split("-")[1] == "0af7651916cd43dd8448eb211c80319c"
+    with unexported.start_as_current_span("root"):
+        assert len(trace_headers()["traceparent"].split("-")[1]) == 32  # a new trace, still with an id
+    # an exporter, or a sampler asked for, records
+    assert records_spans(setup_tracing("binder", InMemorySpanExporter(), set_global=False).get_tracer("t"))
+    sampled = setup_tracing("binder", set_global=False, env={"OTEL_TRACES_SAMPLER": "always_on"})
+    assert records_spans(sampled.get_tracer("t"))
