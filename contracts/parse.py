@@ -7,10 +7,12 @@ as the Kubernetes API server does; defaulting that admission webhooks would do i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+import orjson
 import yaml
 
 from contracts.errors import FieldError, ManifestError
@@ -118,7 +120,7 @@ def parse_documents(
     errors: list[FieldError] = []
     number = 0
     try:
-        for doc in yaml.load_all(text, Loader=loader):
+        for doc in _documents(text, loader):
             number += 1
             if doc is None:
                 continue
@@ -131,6 +133,19 @@ def parse_documents(
         # the stream cannot be read past a syntax error; what was parsed before it is still checked
         errors.append(FieldError(f"{source}#{number + 1}", "", _syntax_message(exc)))
     return loaded, errors
+
+
+def _documents(text: str, loader: type[yaml.SafeLoader]) -> Iterator[Any]:
+    """The documents of a text. A JSON object (what producers on the bus send) is read by a JSON parser,
+    some fifty times faster than YAML's for the same document; anything else, or JSON the fast parser
+    refuses, is read as YAML (JSON is YAML), whose errors say where the text is wrong."""
+    if text.lstrip().startswith("{"):
+        try:
+            yield orjson.loads(text)
+            return
+        except orjson.JSONDecodeError:
+            pass
+    yield from yaml.load_all(text, Loader=loader)
 
 
 def _load_text(text: str, source: str, errors: list[FieldError]) -> list[tuple[ApiObject, bool]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 import msgpack
@@ -31,11 +32,11 @@ from contracts.objects import (
     PodGroup,
     PriorityClass,
     Queue,
-    frozen_map,
 )
 from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
 from services.admission.core.implicit_podgroup import GROUP_NAME
+from services.admission.core.overlay import Overlay
 from services.job_controller.core.expand import QUEUE_NAME
 from services.job_controller.core.plain.owner import owner_pod
 from shared.runner_types import Event, Key, Output, deterministic_id
@@ -69,30 +70,34 @@ class View:
     plain_pods: dict[str, Pod] = field(default_factory=dict)  # submitted without a Job
     podgroups: dict[str, PodGroup] = field(default_factory=dict)  # submitted, and plain pods' own
     pods: dict[str, list[Any]] = field(default_factory=dict)  # every pod's key -> [queue, allocated]
+    allocated: dict[str, int] = field(default_factory=dict)  # queue -> its allocated pods (from `pods`)
     subjects: dict[str, int] = field(default_factory=dict)  # subject_key -> last seq
     seq: int = 0
-    cached: ClusterContext | None = None
 
     def subject_seq(self, kind: str, namespace: str | None, name: str) -> int:
         return self.subjects.get(subject_key(kind, namespace, name), 0)
 
     def context(self) -> ClusterContext:
-        if self.cached is None:
-            queues = {q.meta.name: q for q in implicit_queues()} | self.queues
-            counts: dict[str, int] = {}
-            for queue, allocated in self.pods.values():
-                if allocated:
-                    counts[queue] = counts.get(queue, 0) + 1
-            self.cached = ClusterContext(
-                queues=frozen_map(queues),
-                priority_classes=frozen_map(self.priority_classes),
-                jobs=frozen_map(self.jobs),
-                hypernodes=frozen_map(self.hypernodes),
-                plain_pods=frozen_map(self.plain_pods),
-                podgroups=frozen_map(self.podgroups),
-                queue_pods=frozen_map(counts),
-            )
-        return self.cached
+        """The context of a decision: read-only views of the live tables, built in O(1). Decide with it
+        before the next event is folded (deciding is synchronous, so it always is)."""
+        implicit = {q.meta.name: q for q in implicit_queues() if q.meta.name not in self.queues}
+        return ClusterContext(
+            queues=Overlay(self.queues, implicit),
+            priority_classes=MappingProxyType(self.priority_classes),
+            jobs=MappingProxyType(self.jobs),
+            hypernodes=MappingProxyType(self.hypernodes),
+            plain_pods=MappingProxyType(self.plain_pods),
+            podgroups=MappingProxyType(self.podgroups),
+            queue_pods=MappingProxyType(self.allocated),
+        )
+
+
+def count_allocated(view: View, queue: str, delta: int) -> None:
+    count = view.allocated.get(queue, 0) + delta
+    if count:
+        view.allocated[queue] = count
+    else:
+        view.allocated.pop(queue, None)
 
 
 def fold(view: View, event: Event) -> View:
@@ -107,7 +112,6 @@ def fold(view: View, event: Event) -> View:
             handler(view, event)
         except (codec.DecodeError, KeyError, TypeError, ValueError, AttributeError):
             return view
-        view.cached = None
     return view
 
 
@@ -157,6 +161,9 @@ def _pod_withdrawn(view: View, event: Event) -> None:
 def _pod_created(view: View, event: Event) -> None:
     pod = codec.decode_object(event.payload["object"])
     queue = pod.meta.annotations.get(QUEUE_NAME) or pod.meta.labels.get(QUEUE_NAME) or "default"
+    previous = view.pods.get(_key(event))
+    if previous is not None and previous[1]:
+        count_allocated(view, previous[0], -1)
     view.pods[_key(event)] = [queue, False]
 
 
@@ -166,8 +173,12 @@ def _pod_phase(allocated: bool) -> Callable[[View, Event], None]:
         if pod is None:
             return
         if allocated:
+            if not pod[1]:
+                count_allocated(view, pod[0], 1)
             pod[1] = True
         else:
+            if pod[1]:
+                count_allocated(view, pod[0], -1)
             del view.pods[_key(event)]  # finished: it never allocates again (a retry is a new PodCreated)
 
     return handler
@@ -251,7 +262,15 @@ def stamp(obj: ApiObject, context: ClusterContext, uid: str, now: float) -> ApiO
 def plan(requests: Sequence[Request], view: View, request_id: str, now: float) -> Plan:
     """Decide every request in order, each against the cluster as the earlier ones leave it (so a job may
     name a queue created by the same manifest); all are accepted or none."""
-    context = view.context()
+    return plan_in(view.context(), requests, view, request_id, now)[0]
+
+
+def plan_in(
+    context: ClusterContext, requests: Sequence[Request], view: View, request_id: str, now: float
+) -> tuple[Plan, ClusterContext]:
+    """plan() against a given context (the view's, with earlier decisions of a batch assumed), and the
+    context as the plan leaves it if it is accepted (unchanged if not)."""
+    start = context
     outcomes: list[Outcome] = []
     writes: list[Write] = []
     errors: list[FieldError] = []
@@ -272,8 +291,8 @@ def plan(requests: Sequence[Request], view: View, request_id: str, now: float) -
             writes.append(write)
         context = assume(context, decision, deleted=request.operation == DELETE)
     if errors:
-        return Plan(False, errors=tuple(errors))
-    return Plan(True, tuple(outcomes), tuple(writes))
+        return Plan(False, errors=tuple(errors)), start
+    return Plan(True, tuple(outcomes), tuple(writes)), context
 
 
 def _existing(request: Request, context: ClusterContext) -> ApiObject | None:
@@ -308,17 +327,15 @@ def _write(emit: Emit, view: View, guarded: set[str]) -> Write:
 
 
 def assume(context: ClusterContext, decision: Decision, *, deleted: bool = False) -> ClusterContext:
-    """The context once the decision's objects are stored (or removed)."""
+    """The context once the decision's objects are stored (or removed): an overlay over the tables, so a
+    step costs what it changes, not the size of the cluster."""
     for obj in decision.objects:
         table = _TABLES.get(obj.kind.lower())
         if table is None:
             continue
-        current = dict(getattr(context, table))
-        if deleted:
-            current.pop(obj.meta.key, None)
-        else:
-            current[obj.meta.key] = obj
-        context = replace(context, **{table: frozen_map(current)})
+        current = Overlay(getattr(context, table))
+        changed = current.without(obj.meta.key) if deleted else current.with_value(obj.meta.key, obj)
+        context = replace(context, **{table: changed})
     return context
 
 
@@ -376,4 +393,7 @@ class AdmissionViewCore:
         for data in document["objects"]:
             obj = codec.decode_object(data)
             getattr(view, _TABLES[obj.kind.lower()])[obj.meta.key] = obj
+        for queue, allocated in view.pods.values():
+            if allocated:
+                count_allocated(view, queue, 1)
         return view

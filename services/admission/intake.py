@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
 import yaml
-from opentelemetry.trace import SpanKind
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind
 
 from contracts.codec import encode
 from contracts.errors import FieldError
@@ -27,6 +29,7 @@ from contracts.objects import ApiObject
 from contracts.parse import parse_documents
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import APPLY, Request
+from services.admission.submission import Submission, Submitted
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.envelope import Envelope
 from shared.bus.errors import BusError
@@ -120,6 +123,23 @@ def intake_ref(subject: str) -> ObjectRef | None:
         return None
 
 
+@dataclass(slots=True)
+class _Manifest:
+    """One intake message on its way through a batch."""
+
+    delivery: Delivery
+    source: str
+    request_id: str
+    ref: ObjectRef | None
+    span: Span
+    errors: Sequence[FieldError] = ()  # why it cannot be admitted at all (does not parse, ...)
+    submission: Submission | None = None  # what to decide, when it parsed
+
+    @property
+    def seq(self) -> int:
+        return self.delivery.record.seq
+
+
 class IntakeConsumer:
     def __init__(self, service: AdmissionService) -> None:
         self.service = service
@@ -143,64 +163,92 @@ class IntakeConsumer:
                 except TimeoutError:
                     # nats-py's fetch can raise asyncio's TimeoutError (not its own) on an empty stream
                     continue
-                for delivery in deliveries:
-                    self._handling = True
-                    try:
-                        await self.handle(delivery)
-                    finally:
-                        self._handling = False
-                        service.progressed()
+                if not deliveries:
+                    continue
+                self._handling = True
+                try:
+                    await self.handle(deliveries)
+                finally:
+                    self._handling = False
+                    service.progressed()
         finally:
             await self.consumer.close()
 
-    async def handle(self, delivery: Delivery) -> None:
-        """Admit one manifest, or record its rejection; ack it unless the failure was transient."""
+    async def handle(self, deliveries: Sequence[Delivery]) -> None:
+        """Admit a fetched batch of manifests together (one catch-up with the log, their events in flight
+        together), record each rejection, and acknowledge every message whose failure, if any, was not
+        transient (the others come back)."""
+        manifests = [self._read(delivery) for delivery in deliveries]
+        valid = [m for m in manifests if m.submission is not None]
+        try:
+            results = await self.service.submit_many([m.submission for m in valid])  # type: ignore[misc]
+        except (Unavailable, BusError) as exc:  # the catch-up itself failed: nothing was written
+            results = [exc] * len(valid)
+        outcomes: dict[int, Submitted | Exception] = {id(m): r for m, r in zip(valid, results, strict=True)}
+        for manifest in manifests:
+            try:
+                await self._settle(manifest, outcomes.get(id(manifest)))
+            finally:
+                manifest.span.end()
+
+    def _read(self, delivery: Delivery) -> _Manifest:
+        """Parse one message and open its span (a child of the producer's trace, if it sent one)."""
         service = self.service
         record = delivery.record
         source = f"{record.subject}#{record.seq}"
         # the same message delivered again gets the same request id, so its events are deduplicated
         request_id = deterministic_id(CONSUMER, "intake", record.seq, hashlib.sha256(record.data).hexdigest())
         ref = intake_ref(record.subject)
-        with service.tracer.start_as_current_span(
+        span = service.tracer.start_span(
             "admission intake",
             context=extract_context(record.headers),
             kind=SpanKind.CONSUMER,
             attributes={"messaging.system": "nats", "lahar.intake.source": source},
-        ) as span:
-            if ref is not None and ref.kind == "job" and ref.namespace is not None:
-                span.set_attribute(JOB_ATTRIBUTE, f"{ref.namespace}/{ref.name}")
-            try:
-                errors = await self._admit(record.data, source, request_id)
-                if errors:
-                    await self._reject(errors, source, ref, request_id, record.seq)
-            except (Unavailable, BusError) as exc:
-                log.warning(
-                    "intake manifest not admitted yet; it will be delivered again",
-                    source=source,
-                    error=str(exc),
-                )
-                service.admission_metrics.intake.labels("retried").inc()
-                await delivery.nak(delay_s=_RETRY_DELAY_S)
-                return
-            result = "rejected" if errors else "accepted"
-            span.set_attribute("lahar.admission.code", result)
-        service.admission_metrics.intake.labels(result).inc()
-        log.info("intake manifest", source=source, result=result, errors=len(errors))
-        await delivery.ack()
-
-    async def _admit(self, data: bytes, source: str, request_id: str) -> Sequence[FieldError]:
-        """Every reason to reject the manifest (none: its events are written)."""
+        )
+        if ref is not None and ref.kind == "job" and ref.namespace is not None:
+            span.set_attribute(JOB_ATTRIBUTE, f"{ref.namespace}/{ref.name}")
+        manifest = _Manifest(delivery, source, request_id, ref, span)
         try:
-            documents = parse_manifests(data, source, self.service.config.max_request_bytes)
-            submitted = await self.service.submit(apply_requests(documents), request_id)
+            documents = parse_manifests(record.data, source, service.config.max_request_bytes)
         except Invalid as exc:
-            return exc.errors
-        except (Unavailable, BusError):
-            raise
+            manifest.errors = exc.errors
         except Exception as exc:  # a bug must not wedge the stream: the producer learns of it
             log.exception("admission failed on an intake manifest", source=source)
-            return [FieldError(source, "", f"admission failed on this manifest: {type(exc).__name__}: {exc}")]
-        return submitted.plan.errors
+            manifest.errors = [
+                FieldError(source, "", f"admission failed on this manifest: {type(exc).__name__}")
+            ]
+        else:
+            trace_context = trace.set_span_in_context(span)
+            manifest.submission = Submission(apply_requests(documents), request_id, trace_context)
+        return manifest
+
+    async def _settle(self, manifest: _Manifest, outcome: Submitted | Exception | None) -> None:
+        service = self.service
+        errors: Sequence[FieldError] = manifest.errors
+        if isinstance(outcome, Submitted):
+            errors = outcome.plan.errors
+        elif isinstance(outcome, Exception) and not isinstance(outcome, Unavailable | BusError):
+            log.error("admission failed on an intake manifest", source=manifest.source, error=repr(outcome))
+            errors = [FieldError(manifest.source, "", f"admission failed on this manifest: {outcome!r}")]
+        try:
+            if isinstance(outcome, Unavailable | BusError):
+                raise outcome
+            if errors:
+                await self._reject(errors, manifest.source, manifest.ref, manifest.request_id, manifest.seq)
+        except (Unavailable, BusError) as exc:
+            log.warning(
+                "intake manifest not admitted yet; it will be delivered again",
+                source=manifest.source,
+                error=str(exc),
+            )
+            service.admission_metrics.intake.labels("retried").inc()
+            await manifest.delivery.nak(delay_s=_RETRY_DELAY_S)
+            return
+        result = "rejected" if errors else "accepted"
+        manifest.span.set_attribute("lahar.admission.code", result)
+        service.admission_metrics.intake.labels(result).inc()
+        log.info("intake manifest", source=manifest.source, result=result, errors=len(errors))
+        await manifest.delivery.ack()
 
     async def _reject(
         self, errors: Sequence[FieldError], source: str, ref: ObjectRef | None, request_id: str, seq: int

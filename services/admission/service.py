@@ -21,17 +21,19 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import structlog
+from opentelemetry.context import Context
 from opentelemetry.trace import Tracer
 
 from services.admission.api import ApiServer
-from services.admission.context_core import AdmissionViewCore, Plan, View, Write, plan
+from services.admission.context_core import AdmissionViewCore, Plan, View, Write, plan, plan_in
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import Request
 from services.admission.intake import Conflict, IntakeConsumer, Unavailable
 from services.admission.job_secrets import jobs_needing_keys, with_key_pairs
 from services.admission.keygen import KEYGEN, KeyGenerationError, generate_key_pair
+from services.admission.submission import Submission, Submitted
 from shared.bus.envelope import Envelope, derived_event_id
-from shared.bus.errors import ConcurrencyConflict, DuplicateBatch
+from shared.bus.errors import BusError, ConcurrencyConflict, DuplicateBatch
 from shared.bus.jetstream import BatchItem, Bus
 from shared.bus.subjects import EVENTS_STREAM, event_subject, guard_subject
 from shared.runner import EventSourcedService, RunnerConfig
@@ -63,12 +65,6 @@ class AdmissionConfig(RunnerConfig):
         if self.intake_batch < 1:
             problems.append(f"intake_batch: expected an integer >= 1, got {self.intake_batch}")
         return problems
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Submitted:
-    plan: Plan
-    seq: int  # the log position the answer reflects (the last event written, when any)
 
 
 class AdmissionMetrics:
@@ -191,6 +187,68 @@ class AdmissionService(EventSourcedService[View]):
         await self.caught_up(seq, required=False)  # written: the answer does not depend on it
         return Submitted(decided, seq)
 
+    async def submit_many(self, batch: Sequence[Submission]) -> list[Submitted | Exception]:
+        """Decide and write independent submissions (an intake batch) with one catch-up and their writes
+        in flight together. Each is decided against the view with the earlier accepted ones of the batch
+        assumed (a manifest may name a queue an earlier one created) and is accepted or refused whole.
+        One that writes an object an earlier one of the batch wrote waits for the next round, since its
+        guard needs that write's sequence. Per submission: what was decided, or the Unavailable or
+        Conflict that kept it from being written now."""
+        results: list[Submitted | Exception | None] = [None] * len(batch)
+        async with self._lock:
+            await self.caught_up(await self.bus.last_seq(EVENTS_STREAM))
+            pending = list(range(len(batch)))
+            while pending:
+                pending = await self._round(batch, pending, results)
+        return [r if r is not None else Unavailable("not decided") for r in results]
+
+    async def _round(
+        self, batch: Sequence[Submission], pending: list[int], results: list[Submitted | Exception | None]
+    ) -> list[int]:
+        """Decide pending submissions until one collides with an earlier one's writes, write them, and
+        return the rest (once the view holds this round's writes)."""
+        context = self.context()
+        written: set[tuple[str, str | None, str]] = set()
+        decided: list[tuple[int, Plan]] = []
+        rest: list[int] = []
+        for position, index in enumerate(pending):
+            submission = batch[index]
+            outcome, after = plan_in(
+                context, submission.build(context), self.state, submission.request_id, self.clock()
+            )
+            objects = {(w.kind, w.namespace, w.name) for w in outcome.writes}
+            if objects & written:
+                rest = pending[position:]
+                break
+            written |= objects
+            context = after
+            if outcome.accepted and outcome.writes:
+                decided.append((index, outcome))
+            else:
+                results[index] = Submitted(outcome, self.seq)
+        outcomes = await asyncio.gather(
+            *(self._write(outcome, batch[index]) for index, outcome in decided), return_exceptions=True
+        )
+        last = self.seq
+        for (index, _), done in zip(decided, outcomes, strict=True):
+            if isinstance(done, ConcurrencyConflict):
+                self.admission_metrics.conflicts.inc()
+                results[index] = Conflict(f"{done}; the object changed concurrently, retry")
+            elif isinstance(done, Unavailable | BusError):
+                results[index] = done
+            elif isinstance(done, BaseException):
+                raise done
+            else:
+                results[index] = Submitted(done[0], done[1])
+                last = max(last, done[1])
+        # the next round (and the next batch) must see these writes
+        await self.caught_up(last, required=False)
+        return rest
+
+    async def _write(self, decided: Plan, submission: Submission) -> tuple[Plan, int]:
+        decided = await self._with_secrets(decided)
+        return decided, await self._publish(decided.writes, submission.request_id, submission.trace)
+
     async def _with_secrets(self, decided: Plan) -> Plan:
         """The plan with the key pairs its jobs' ssh plugins need (job_secrets.py)."""
         pairs = {}
@@ -204,10 +262,11 @@ class AdmissionService(EventSourcedService[View]):
                 raise Unavailable(f"cannot generate the ssh key pair of Job {job.meta.key}: {exc}") from exc
         return with_key_pairs(decided, pairs) if pairs else decided
 
-    async def _publish(self, writes: Sequence[Write], request_id: str) -> int:
-        """Append the writes (atomically when several); returns the sequence of the last one."""
+    async def _publish(self, writes: Sequence[Write], request_id: str, context: Context | None = None) -> int:
+        """Append the writes (atomically when several); returns the sequence of the last one. The events
+        start (or join) their job's trace from `context`, by default the current span (the request's)."""
         now = self.clock()
-        trace = trace_fields()  # the request's span: the events start (or join) their job's trace
+        trace = trace_fields(context)
         items = [
             BatchItem(
                 Envelope.create(
