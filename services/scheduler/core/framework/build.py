@@ -66,7 +66,7 @@ def _implicit_podgroup(pod: Pod) -> PodGroup:
 
 
 def _only_counted(pod: Pod, requests: Resources) -> bool:
-    """A pod another replica's job may be left as a count: pending, unbound, asking for something.
+    """Whether a pod of another replica's job can be only counted: pending, unbound, asking for something.
     (Best-effort pods stay tasks: the gang plugin counts them as placed, also in victim jobs.)"""
     return (
         not pod.spec.node_name
