@@ -98,7 +98,6 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
     EventType(
         "QueueStateChanged", "queue", QUEUE_CONTROLLER, ("state",), "Open / Closing / Closed / Unknown"
     ),
-    EventType("QueueStatusChanged", "queue", QUEUE_CONTROLLER, ("counts",), "PodGroup counts of a queue"),
     # binder: the single committer of placements (plans come from schedulers and the descheduler)
     EventType("PodBound", "pod", BINDER, ("node", "plan"), "a pod was placed on a node"),
     EventType(

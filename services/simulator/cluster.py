@@ -44,7 +44,7 @@ from shared.runner_types import Event, Output, deterministic_id
 SIM_REPLICA = "simulator"  # the scheduler replica the plans are attributed to
 SETTLE_ROUNDS = 50
 # events that by themselves do not move the simulation on (a session restamps PodGroup conditions)
-QUIET = frozenset({"PodGroupStatusChanged", "QueueStatusChanged"})
+QUIET = frozenset({"PodGroupStatusChanged"})
 
 
 def _object(obj: ApiObject) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from services.queue_controller.core import fold, reconcile
 from services.queue_controller.core.state import State, from_plain, initial_state, to_plain
 from shared.runner_types import Event, Output
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
 
 
 class QueueControllerCore:
@@ -27,9 +27,7 @@ class QueueControllerCore:
 
     def touched(self, state: State, event: Event) -> list[str]:
         """Queue names (the fold notes which queues an event changed, a PodGroup's through its queue)."""
-        changed = list(state.changed)
-        state.changed.clear()
-        return changed
+        return list(state.changed)
 
     def due(self, state: State, now: float) -> list[str]:
         return []  # nothing of a queue's lifecycle is timed

@@ -22,6 +22,8 @@ FINAL_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated"})
 
 
 def apply(state: State, event: Event) -> State:
+    """Fold one event; `state.changed` names the queues it changed."""
+    state.changed = set()
     handler = _HANDLERS.get(event.type)
     if handler is not None:
         handler(state, event)
@@ -70,13 +72,6 @@ def _queue_state_changed(state: State, event: Event) -> None:
     if record is not None:
         record.published_state = event.payload["state"]
         record.state_generation += 1
-
-
-def _queue_status_changed(state: State, event: Event) -> None:
-    record = state.queues.get(event.name)
-    if record is not None:
-        record.published_counts = dict(event.payload["counts"])
-        record.status_generation += 1
 
 
 # --- podgroups -------------------------------------------------------------------------------------
@@ -142,7 +137,6 @@ def _podgroups_changed(state: State, queue: str, event: Event) -> None:
     if record is None:
         return
     state.changed.add(queue)
-    record.counts_cause = _cause(event)
     following = after_sync(record.state, state.has_podgroups(queue))
     if following != record.state:
         record.state = following
@@ -154,7 +148,6 @@ _HANDLERS: Mapping[str, Callable[[State, Event], None]] = {
     "QueueDeleted": _queue_deleted,
     "CommandIssued": _command_issued,
     "QueueStateChanged": _queue_state_changed,
-    "QueueStatusChanged": _queue_status_changed,
     "PodGroupCreated": _podgroup_created,
     "PodGroupStatusChanged": _podgroup_status_changed,
     "PodGroupDeleted": _podgroup_deleted,

@@ -33,7 +33,7 @@ ObjectKey = tuple[str, str | None, str]
 _APPLIED = {"PriorityClassApplied": "priorityclass", "HyperNodeApplied": "hypernode"}
 _DELETED = {"PriorityClassDeleted": "priorityclass", "HyperNodeDeleted": "hypernode"}
 # the events that change what a queue's read-model value shows
-_QUEUE_EVENTS = frozenset({"QueueApplied", "QueueDeleted", "QueueStateChanged", "QueueStatusChanged"})
+_QUEUE_EVENTS = frozenset({"QueueApplied", "QueueDeleted", "QueueStateChanged"})
 
 
 @dataclass(slots=True)
@@ -61,6 +61,8 @@ class ProjectedCore:
 
     def apply(self, state: Projected, event: Event) -> Projected:
         self.inner.apply(state.core, event)
+        for queue in state.core.changed:  # its state or its PodGroup counts
+            state.dirty[("queue", None, queue)] = event.seq
         if event.type in _QUEUE_EVENTS:
             state.dirty[("queue", None, event.name)] = event.seq
         elif event.type in _APPLIED:
@@ -88,7 +90,9 @@ class ProjectedCore:
         kind, _, name = key
         if kind == "queue":
             record = state.core.queues.get(name)
-            return None if record is None else codec.encode_object(queue_object(record))
+            return (
+                None if record is None else codec.encode_object(queue_object(record, state.core.counts(name)))
+            )
         return state.applied.get(kind, {}).get(name)
 
     def keys(self, state: Projected) -> Iterator[ObjectKey]:
@@ -115,11 +119,10 @@ class ProjectedCore:
         return Projected(self.inner.load(document["core"]), applied=applied)
 
 
-def queue_object(record: QueueRecord) -> Queue:
-    """The queue with the state and PodGroup counts last published for it (the implicit `default` queue
-    as Volcano installs it: weight 1, reclaimable)."""
+def queue_object(record: QueueRecord, counts: Mapping[str, int]) -> Queue:
+    """The queue with the state last published for it and its PodGroups' counts (the implicit `default`
+    queue as Volcano installs it: weight 1, reclaimable)."""
     queue = record.queue or Queue(meta=ObjectMeta(name=record.name, namespace=""), reclaimable=True)
-    counts = record.published_counts or {}
     status = QueueStatus(
         state=record.published_state or record.state,
         pending=counts.get("pending", 0),

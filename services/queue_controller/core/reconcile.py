@@ -1,6 +1,6 @@
 """What the queue-controller should write: a QueueStateChanged when a queue's state differs from the one
-last published, a QueueStatusChanged when its PodGroup counts do (both once for a new queue, the implicit
-`default` queue included).
+last published (once for a new queue, the implicit `default` queue included). A queue's PodGroup counts
+are no event of their own: they follow from the PodGroups' events, and the read model shows them.
 
 Output ids are uuid5 over (service, event type, queue, incarnation, publication generation, content), so
 a re-emission before the output was folded back is deduplicated, and a queue deleted and created again
@@ -28,12 +28,6 @@ def reconcile(state: State, names: Iterable[str] | None = None) -> list[Output]:
             payload = {"state": record.state}
             outputs.append(
                 _output(record, "QueueStateChanged", payload, record.state_generation, record.state_cause)
-            )
-        counts = state.counts(record.name)
-        if counts != record.published_counts:
-            payload = {"counts": counts}
-            outputs.append(
-                _output(record, "QueueStatusChanged", payload, record.status_generation, record.counts_cause)
             )
     return outputs
 

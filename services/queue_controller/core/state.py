@@ -1,5 +1,6 @@
 """What the queue-controller knows: every queue with its state and what was last published about it, and
-every PodGroup with its queue and phase (for the per-queue counts), folded from the log.
+every PodGroup with its queue and phase (for the per-queue counts, which the read model shows: they are
+derived from the PodGroups' events, so no event repeats them), folded from the log.
 
 Like the job-controller's, the state is a mutable container that the fold updates in place. The `default`
 queue exists from the start without a QueueApplied (Volcano creates it at installation); it cannot be
@@ -38,11 +39,8 @@ class QueueRecord:
     incarnation: int  # seq of the QueueApplied that created it (0: the implicit default): part of output ids
     state: str = OPEN
     state_cause: Cause = NO_CAUSE  # the event that last moved `state`
-    counts_cause: Cause = NO_CAUSE  # the event that last changed one of its PodGroups
     published_state: str | None = None  # from the last QueueStateChanged
     state_generation: int = 0  # QueueStateChanged events folded so far
-    published_counts: dict[str, int] | None = None  # from the last QueueStatusChanged
-    status_generation: int = 0  # QueueStatusChanged events folded so far
 
 
 @dataclass(slots=True)
@@ -56,7 +54,7 @@ class State:
     finished: set[str] = field(default_factory=set)
     # queue -> PodGroups not finished (derived), what closing waits for
     live: dict[str, int] = field(default_factory=dict)
-    # queues the events folded since the last touched() changed (transient: the loop's dirty keys)
+    # queues the last folded event changed (transient: the loop's dirty keys, the read model's marks)
     changed: set[str] = field(default_factory=set, compare=False)
 
     def has_podgroups(self, queue: str) -> bool:
@@ -119,11 +117,8 @@ def _record_to_plain(r: QueueRecord) -> dict[str, Any]:
         "incarnation": r.incarnation,
         "state": r.state,
         "state_cause": list(r.state_cause),
-        "counts_cause": list(r.counts_cause),
         "published_state": r.published_state,
         "state_generation": r.state_generation,
-        "published_counts": r.published_counts,
-        "status_generation": r.status_generation,
     }
 
 
@@ -134,11 +129,8 @@ def _record_from_plain(d: dict[str, Any]) -> QueueRecord:
         incarnation=d["incarnation"],
         state=d["state"],
         state_cause=_cause(d["state_cause"]),
-        counts_cause=_cause(d["counts_cause"]),
         published_state=d["published_state"],
         state_generation=d["state_generation"],
-        published_counts=d["published_counts"],
-        status_generation=d["status_generation"],
     )
 
 

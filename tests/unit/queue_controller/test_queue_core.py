@@ -55,10 +55,6 @@ def states(outputs: Iterable[Output]) -> list[tuple[str, str]]:
     return [(o.name, o.payload["state"]) for o in outputs if o.type == "QueueStateChanged"]
 
 
-def counts_of(outputs: Iterable[Output]) -> list[tuple[str, dict[str, int]]]:
-    return [(o.name, o.payload["counts"]) for o in outputs if o.type == "QueueStatusChanged"]
-
-
 def counts(pending=0, inqueue=0, running=0, unknown=0, completed=0) -> dict[str, int]:
     return {
         "pending": pending,
@@ -109,7 +105,7 @@ def test_default_queue_is_published_open_once() -> None:
     log = Log()
     outputs = log.settle()
     assert states(outputs) == [("default", "Open")]
-    assert counts_of(outputs) == [("default", counts())]
+    assert log.state.counts("default") == counts()
     assert {(o.kind, o.namespace, o.correlation_id, o.causation_id) for o in outputs} == {
         ("queue", None, "default", None)
     }
@@ -122,7 +118,6 @@ def test_a_new_queue_is_published_open() -> None:
     applied = log.queue("research")
     outputs = log.settle()
     assert states(outputs) == [("research", "Open")]
-    assert counts_of(outputs) == [("research", counts())]
     log.queue("research")  # a spec change publishes nothing
     assert log.core.reconcile(log.state, 0.0) == []
     assert log.state.queues["research"].queue is not None
@@ -149,9 +144,8 @@ def test_close_with_podgroups_waits_for_them() -> None:
     log.command("CloseQueue", "research")
     assert states(log.settle()) == [("research", "Closing")]
     log.delete_podgroup("a")
-    outputs = log.settle()
-    assert states(outputs) == []
-    assert counts_of(outputs) == [("research", counts(running=1))]
+    assert states(log.settle()) == []
+    assert log.state.counts("research") == counts(running=1)
     last = log.delete_podgroup("b")
     outputs = log.settle()
     assert states(outputs) == [("research", "Closed")]
@@ -186,27 +180,33 @@ def test_commands_for_other_targets_are_ignored() -> None:
     assert log.core.dump(log.state) == before
 
 
-def test_counts_by_podgroup_phase() -> None:
+def touched(log: Log, event: Event) -> list[str]:
+    return log.core.touched(log.state, event)
+
+
+def test_counts_by_podgroup_phase_and_the_queue_each_change_touches() -> None:
     log = Log()
     log.queue("research")
-    log.podgroup("a", "research")
-    log.podgroup("b", "research")
-    log.podgroup("c", "research")
-    log.podgroup("d", "default")
-    assert counts_of(log.settle()) == [("default", counts(pending=1)), ("research", counts(pending=3))]
+    for name in ("a", "b", "c"):
+        assert touched(log, log.podgroup(name, "research")) == ["research"]
+    assert touched(log, log.podgroup("d", "default")) == ["default"]
+    assert (log.state.counts("default"), log.state.counts("research")) == (
+        counts(pending=1),
+        counts(pending=3),
+    )
     log.phase("a", "Inqueue")
     log.phase("b", "Running")
-    last = log.phase("c", "Unknown")
-    outputs = log.settle()
-    assert counts_of(outputs) == [("research", counts(inqueue=1, running=1, unknown=1))]
-    assert outputs[0].causation_id == last.id
-    log.phase("b", "Completed")
-    log.phase("b", "Completed")  # the same phase again changes nothing
-    assert counts_of(log.settle()) == [("research", counts(inqueue=1, completed=1, unknown=1))]
-    log.delete_podgroup("a")
-    log.delete_podgroup("a")
-    log.phase("zzz", "Running")
-    assert counts_of(log.settle()) == [("research", counts(completed=1, unknown=1))]
+    log.phase("c", "Unknown")
+    assert log.state.counts("research") == counts(inqueue=1, running=1, unknown=1)
+    assert touched(log, log.phase("b", "Completed")) == ["research"]
+    assert touched(log, log.phase("b", "Completed")) == []  # the same phase again changes nothing
+    assert log.state.counts("research") == counts(inqueue=1, completed=1, unknown=1)
+    assert touched(log, log.delete_podgroup("a")) == ["research"]
+    assert touched(log, log.delete_podgroup("a")) == []
+    assert touched(log, log.phase("zzz", "Running")) == []
+    assert log.state.counts("research") == counts(completed=1, unknown=1)
+    # counts are the read model's to show: no event repeats them
+    assert all(o.type == "QueueStateChanged" for o in log.settle())
 
 
 def test_podgroups_of_an_unknown_queue_count_once_it_exists() -> None:
@@ -215,7 +215,8 @@ def test_podgroups_of_an_unknown_queue_count_once_it_exists() -> None:
     log.podgroup("a", "later")
     assert log.settle() == []
     log.queue("later")
-    assert counts_of(log.settle()) == [("later", counts(pending=1))]
+    assert states(log.settle()) == [("later", "Open")]
+    assert log.state.counts("later") == counts(pending=1)
 
 
 def test_deleted_and_recreated_queue_publishes_afresh() -> None:

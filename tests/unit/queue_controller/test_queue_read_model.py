@@ -73,13 +73,16 @@ def test_applied_objects_are_stored_as_admitted_until_deleted(kind: str, obj: An
     assert log.state.dirty == {}  # nothing left to delete
 
 
-def test_a_queue_shows_the_state_and_counts_published_for_it() -> None:
+def test_a_queue_shows_the_state_published_for_it_and_its_podgroups_counts() -> None:
     log = Log()
     log.add("QueueApplied", "queue", "q1", applied("queue", Queue(ObjectMeta("q1", ""), weight=3)))
     assert log.obj("queue", "q1").status.state == "Open"  # nothing published yet: the state it starts in
     log.settle()
+    log.state.dirty.clear()
     pg = PodGroup(ObjectMeta("train", "team-a"), queue="q1")
-    log.add("PodGroupCreated", "podgroup", "train", applied("podgroup", pg), namespace="team-a")
+    created = log.add("PodGroupCreated", "podgroup", "train", applied("podgroup", pg), namespace="team-a")
+    assert log.state.dirty == {("queue", None, "q1"): created.seq}  # its counts changed
+    assert log.obj("queue", "q1").status.pending == 1
     log.add(
         "CommandIssued", "command", "c1", {"action": "CloseQueue", "target_kind": "Queue", "target": "q1"}
     )
