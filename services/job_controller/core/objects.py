@@ -27,34 +27,39 @@ from contracts.objects import (
     frozen_map,
 )
 from services.job_controller.core.expand import pod_for, podgroup_for
-from services.job_controller.core.state import JobRecord
+from services.job_controller.core.state import POD_PHASES, JobRecord
 
 
 def job_object(record: JobRecord | None) -> Job | None:
-    """The job with its published status; None once it is deleted (or for an orphan record)."""
+    """The job with its published status and its pods' counts now; None once it is deleted (or for an
+    orphan record)."""
     if record is None or record.job is None or not record.active:
         return None
     job = record.job
-    return replace(job, status=job_status(job, record.published))
+    return replace(job, status=job_status(job, record.published, record.tally.by_task))
 
 
-def job_status(job: Job, published: Mapping[str, Any] | None) -> JobStatus:
-    """Volcano's JobStatus from a JobStatusChanged payload (a job nothing was published for is Pending)."""
-    if published is None:
-        return replace(job.status, state=JobState(phase="Pending"), min_available=job.min_available or 0)
-    counts = published["counts"]
-    return replace(
+def job_status(
+    job: Job, published: Mapping[str, Any] | None, by_task: Mapping[str, Mapping[str, int]]
+) -> JobStatus:
+    """Volcano's JobStatus: the lifecycle from the last JobStatusChanged (a job nothing was published for
+    is Pending) and the counts of its pods by phase, per task and in total."""
+    counts = {phase: sum(c.get(phase, 0) for c in by_task.values()) for phase in POD_PHASES}
+    status = replace(
         job.status,
+        task_status_count=frozen_map({task: frozen_map(dict(c)) for task, c in by_task.items()}),
+        pending=counts["Pending"],
+        running=counts["Running"],
+        succeeded=counts["Succeeded"],
+        failed=counts["Failed"],
+        terminating=counts["Terminating"],
+    )
+    if published is None:
+        return replace(status, state=JobState(phase="Pending"), min_available=job.min_available or 0)
+    return replace(
+        status,
         state=JobState(phase=published["phase"], last_transition_time=published.get("last_transition_time")),
         min_available=published.get("min_available", job.min_available or 0),
-        task_status_count=frozen_map(
-            {task: frozen_map(dict(c)) for task, c in published.get("task_status_count", {}).items()}
-        ),
-        pending=counts.get("pending", 0),
-        running=counts.get("running", 0),
-        succeeded=counts.get("succeeded", 0),
-        failed=counts.get("failed", 0),
-        terminating=counts.get("terminating", 0),
         retry_count=published.get("retry_count", 0),
         version=published.get("version", 0),
         conditions=tuple(

@@ -170,8 +170,8 @@ def _changed_keys(event: Event, owner: str, record: JobRecord | None) -> list[Ob
     if event.kind == "podgroup":
         return [("podgroup", namespace, job)]
     if event.kind == "pod" and record is not None:
-        # the PodGroup's status counts the job's pods
-        return [("pod", event.namespace, event.name), ("podgroup", namespace, job)]
+        # the job's and the PodGroup's statuses count the job's pods
+        return [("pod", event.namespace, event.name), ("podgroup", namespace, job), ("job", namespace, job)]
     return []
 
 

@@ -46,8 +46,10 @@ from services.job_controller.core.state import (
 )
 from shared.runner_types import Output, deterministic_id
 
-# the parts of a published status that, when they differ, call for a new JobStatusChanged
-STATUS_FACT = ("phase", "counts", "task_status_count", "min_available", "retry_count", "version", "restart")
+# the parts of a published status that, when they differ, call for a new JobStatusChanged: the job's
+# lifecycle. Its pod counts follow from the pods' own events, so they change no fact of their own (the
+# read model shows them live; a JobStatusChanged carries them as they stood at its transition).
+STATUS_FACT = ("phase", "min_available", "retry_count", "version", "restart")
 # why the pods of a job in a stopping phase are stopped
 STOP_REASONS = {
     "Aborting": "AbortJob",

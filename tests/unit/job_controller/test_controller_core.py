@@ -30,6 +30,7 @@ from contracts.objects import (
 from contracts.resources import Resources
 from services.job_controller.core.core import JobControllerCore
 from services.job_controller.core.expand import JOB_RETRY_COUNT, POD_GENERATION
+from services.job_controller.core.objects import job_object
 from services.job_controller.core.state import retally
 from shared.runner_types import Event, Output
 
@@ -87,9 +88,14 @@ def statuses(outputs: Iterable[Output | Event]) -> list[tuple[str, dict[str, int
     return [(o.payload["phase"], o.payload["counts"]) for o in of(outputs, "JobStatusChanged")]
 
 
-def last_status(log: Log) -> tuple[str, dict[str, int]]:
-    """The job's status as the log last recorded it."""
-    return statuses(log.events)[-1]
+def status_now(log: Log) -> tuple[str, dict[str, int]]:
+    """The job's phase as the log last recorded it, and its pods' counts as the read model shows them
+    (counts change no fact: they follow from the pods' events)."""
+    job = job_object(log.state.jobs[KEY])
+    assert job is not None
+    s = job.status
+    pods = counts(s.pending, s.running, s.succeeded, s.failed, s.terminating)
+    return statuses(log.events)[-1][0], pods
 
 
 def counts(pending=0, running=0, succeeded=0, failed=0, terminating=0) -> dict[str, int]:
@@ -158,7 +164,8 @@ def test_podgroup_inqueue_creates_every_replica() -> None:
     assert {p.meta.creation_timestamp for p in pods} == {20.0}
     assert {(o.causation_id, o.correlation_id) for o in created} == {(inqueue.id, KEY)}
     log.publish(outputs)
-    assert statuses(log.settle()) == [("Pending", counts(pending=3))]
+    assert statuses(log.settle()) == []  # the counts moved, the phase did not: nothing to publish
+    assert status_now(log) == ("Pending", counts(pending=3))
 
 
 def test_priority_classes_order_the_podgroup_minimum() -> None:
@@ -252,24 +259,28 @@ def test_job_phase(job_spec: Job, events: list[tuple[str, str]], phase: str, exp
     for type, name in events:
         log.pod(type, name, exit_code=0, reason="", plan="p1")
     log.settle()
-    assert last_status(log) == (phase, expected)
+    assert status_now(log) == (phase, expected)
     assert log.core.reconcile(log.state, 200.0) == []
 
 
 def test_status_counts_per_task_and_transition_time() -> None:
     log = started()
     log.run_all(["train-ps-0", "train-worker-0"])
-    first = log.settle(now=30.0)
-    assert of(first, "JobStatusChanged")[0].payload["task_status_count"] == {
+    assert of(log.settle(now=30.0), "JobStatusChanged") == []  # still Pending: only counts moved
+    shown = job_object(log.state.jobs[KEY])
+    assert shown is not None and shown.status.task_status_count == {
         "ps": {"Running": 1},
         "worker": {"Running": 1, "Pending": 1},
     }
     log.run_all(["train-worker-1"])
     running = of(log.settle(now=40.0), "JobStatusChanged")[0].payload
     assert (running["phase"], running["last_transition_time"]) == ("Running", 40.0)
+    assert running["counts"] == counts(running=3)  # the counts as they stood at the transition
     log.pod("PodSucceeded", "train-ps-0", exit_code=0)
-    same_phase = of(log.settle(now=50.0), "JobStatusChanged")[0].payload
-    assert same_phase["last_transition_time"] == 40.0  # counts moved, the phase did not
+    assert of(log.settle(now=50.0), "JobStatusChanged") == []
+    shown = job_object(log.state.jobs[KEY])
+    assert shown is not None and shown.status.state.last_transition_time == 40.0
+    assert status_now(log) == ("Running", counts(running=2, succeeded=1))
 
 
 def test_min_success_completes_and_stops_the_rest() -> None:
@@ -286,9 +297,10 @@ def test_min_success_completes_and_stops_the_rest() -> None:
     assert [(o.name, o.payload["reason"], o.causation_id) for o in stop] == [
         ("train-ps-0", "JobFinished", status[0].id)
     ]
-    assert statuses(outputs)[-1] == ("Completed", counts(succeeded=2, terminating=1))
+    assert status_now(log) == ("Completed", counts(succeeded=2, terminating=1))
     log.pod("PodTerminated", "train-ps-0", reason="Deleted")
-    assert statuses(log.settle()) == [("Completed", counts(succeeded=2))]
+    assert statuses(log.settle()) == []
+    assert status_now(log) == ("Completed", counts(succeeded=2))
     assert of(log.settle(), "PodCreated") == []
 
 
@@ -302,7 +314,8 @@ def test_a_pod_that_is_gone_is_created_again_with_the_next_retry(ending: str) ->
     log.settle()
     if ending == "evicted":
         log.pod("PodEvicting", "train-worker-1", reason="preempt", plan="p2")
-        assert statuses(log.settle()) == [("Running", counts(running=2, terminating=1))]
+        assert statuses(log.settle()) == []
+        assert status_now(log) == ("Running", counts(running=2, terminating=1))
         end = log.pod("PodTerminated", "train-worker-1", reason="Evicted")
     else:
         end = log.pod("PodLost", "train-worker-1", reason="NodeLost")
@@ -314,7 +327,7 @@ def test_a_pod_that_is_gone_is_created_again_with_the_next_retry(ending: str) ->
     assert (pod.meta.annotations[POD_GENERATION], pod.meta.annotations[JOB_RETRY_COUNT]) == ("1", "0")
     assert created.causation_id == end.id
     # minAvailable 3 of 3: a pending replica sends the job back to Pending
-    assert statuses(outputs)[-1] == ("Pending", counts(running=2, pending=1))
+    assert status_now(log) == ("Pending", counts(running=2, pending=1))
     log.run_all(["train-worker-1"])
     assert statuses(log.settle()) == [("Running", counts(running=3))]
 

@@ -97,7 +97,12 @@ def test_each_event_marks_what_it_changed_with_its_seq() -> None:
     created = log.take_dirty()
     assert {("pod", NS, pod) for pod in PODS} <= set(created)
     bound = log.add("PodBound", "pod", PODS[0], {"node": "n1", "plan": "p1"})
-    assert log.take_dirty() == {("pod", NS, PODS[0]): bound.seq, ("podgroup", NS, "train"): bound.seq}
+    # the pod, and the counts of its job and its PodGroup
+    assert log.take_dirty() == {
+        ("pod", NS, PODS[0]): bound.seq,
+        ("podgroup", NS, "train"): bound.seq,
+        ("job", NS, "train"): bound.seq,
+    }
     log.add("PodBound", "pod", "someone-else", {"node": "n1", "plan": "p1"})
     log.add("NodeReady", "node", "n1")
     assert log.take_dirty() == {}  # objects the controller does not know
