@@ -29,6 +29,14 @@ class FrozenMap(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         return self._items[key]
 
+    # the dict's own lookups: Mapping's generic ones cost a try/except around __getitem__, and the
+    # scheduler reads labels and annotations several times per pod and session
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
 

@@ -75,6 +75,7 @@ class BinderConfig(RunnerConfig):
 
 class BinderService(EventSourcedService[BinderShellState]):
     follows_whole_log = True  # a plan is checked against everything its scheduler saw (_catch_up)
+
     def __init__(
         self,
         bus: Bus,

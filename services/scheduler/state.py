@@ -107,6 +107,7 @@ class ViewCore:
             "seq": view.seq,
             "time": view.time,
             "objects": [encode_object(obj) for obj in view.logged_objects()],
+            "final_jobs": sorted(view.final_jobs()),
             "traces": state.traces,
         }
         return msgpack.packb(data, use_bin_type=True)
@@ -130,5 +131,6 @@ class ViewCore:
                     correlation_id=meta.key,
                 )
             )
+        view.restore_final_jobs(raw["final_jobs"])
         view.seq, view.time = raw["seq"], raw["time"]
         return SchedulerState(view, dict(raw["traces"]))

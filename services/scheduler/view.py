@@ -15,7 +15,7 @@ Without this the next session would place the same pods again and over-commit no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +133,13 @@ class SchedulerView:
             "nodes_ready": self._node_rows.ready_count,
             **self._shown.counts(),
         }
+
+    def final_jobs(self) -> frozenset[str]:
+        return self._shown.final_jobs()
+
+    def restore_final_jobs(self, keys: Iterable[str]) -> None:
+        """After loading a checkpoint: the Jobs it recorded as final (no event says so again)."""
+        self._shown.restore_final_jobs(keys)
 
     def assumed_plans(self) -> tuple[str, ...]:
         return tuple(self._plans)

@@ -19,6 +19,7 @@ Every change costs O(1), except that a group turning finished or live again re-s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from contracts.objects import Pod, PodGroup
@@ -69,6 +70,10 @@ class LiveObjects:
             "live_podgroups": len(self._live["podgroups"]),
         }
 
+    def final_jobs(self) -> frozenset[str]:
+        """Keys of the Jobs in a final phase (their finished PodGroups stay out of snapshots)."""
+        return frozenset(self._final_jobs)
+
     def live_pods(self) -> tuple[Pod, ...]:
         return self._tuple("pods")
 
@@ -104,6 +109,12 @@ class LiveObjects:
             self.podgroups[key] = pg
         # whether the group exists decides whether its finished pods are seen
         self._sort_group(key, resort=existed != (pg is not None))
+
+    def restore_final_jobs(self, keys: Iterable[str]) -> None:
+        """Jobs known final from a checkpoint (no event will say so again)."""
+        for key in keys:
+            self._final_jobs.add(key)
+            self._sort_group(key)
 
     def job_phase(self, key: str, phase: str | None) -> None:
         """The Job `key` is in `phase` (None: it is gone or submitted anew)."""

@@ -102,3 +102,17 @@ def test_session_outcome_counts_only_owned_podgroups(owned: set[str], expected: 
     state = fold([node("n1", cpu=4), *gang("fits", 2), *gang("huge", 3, cpu=8)])
     snapshot = state.view.snapshot()
     assert session_outcome(run_session(snapshot), snapshot, owned) == expected
+
+
+def test_a_checkpoint_remembers_which_jobs_are_final() -> None:
+    # a final Job's finished PodGroup leaves the snapshot; after a restart from the checkpoint no event
+    # says the Job is final again, so the checkpoint must
+    state = fold(
+        gang("g1", 2),
+        *[(t, f"default/g1-worker-{i}", {"node": "n1"}) for i in (0, 1) for t in ("PodBound", "PodFailed")],
+        ("JobStatusChanged", "default/g1", {"phase": "Failed", "counts": {}}),
+    )
+    assert state.view.final_jobs() == {"default/g1"}
+    loaded = CORE.load(CORE.dump(state))
+    assert loaded.view.final_jobs() == {"default/g1"}
+    assert loaded.view.snapshot() == state.view.snapshot()
