@@ -23,7 +23,6 @@ from opentelemetry.trace import Tracer
 
 from services.scheduler.core.conf import SchedulerConf, default_conf
 from services.scheduler.core.framework.session import run_session
-from services.scheduler.core.snapshot import ClusterSnapshot
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
 from services.scheduler.ownership import Ownership
 from services.scheduler.plans import PlanMessage, build_plans
@@ -90,7 +89,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self._sessions = 0
         self._in_session = False
         self._planned_seq = -1  # view seq of the last session (or of the last check that found no change)
-        self._last_snapshot: ClusterSnapshot | None = None
+        self._last_opportunities = -1  # the view's opportunities the last session answered
         self._last_ring: Ring | None = None
         self._assumed_at: dict[str, float] = {}  # plan id -> monotonic time it was assumed
 
@@ -149,14 +148,16 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             self.progressed()
 
     async def _cycle(self, *, force: bool) -> None:
-        """One session, unless nothing changed since the last one (a periodic one always runs: time
-        passes for conditions and timeouts)."""
+        """One session, unless nothing that could be placed changed since the last one (the view's
+        opportunities); a periodic one always runs: time passes for conditions and timeouts."""
         self._expire_assumptions()
         view = self.state.view
         snapshot = view.snapshot()
         owned = self.ownership.owned()
-        if not force and owned.ring == self._last_ring and _same_objects(snapshot, self._last_snapshot):
-            self._planned_seq = snapshot.sequence
+        opportunities = view.opportunities
+        if not force and owned.ring == self._last_ring and opportunities == self._last_opportunities:
+            # Nothing new can be placed. What did change (pods started, plans answered) still shows in
+            # the PodGroups' statuses: the periodic session answers it, until then the replica is busy.
             return
         self._sessions += 1
         self._in_session = True
@@ -184,7 +185,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 await self._publish(plan)
         finally:
             self._in_session = False
-        self._last_snapshot = snapshot
+        self._last_opportunities = opportunities
         self._last_ring = owned.ring
         self._planned_seq = snapshot.sequence
         if plans:
@@ -222,12 +223,3 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 self.state.view.forget(plan_id)
                 del self._assumed_at[plan_id]
                 self.sched_metrics.plans_expired.inc()
-
-
-def _same_objects(snapshot: ClusterSnapshot, last: ClusterSnapshot | None) -> bool:
-    """The view caches each kind's tuple until that kind changes: identical tuples, identical objects."""
-    if last is None:
-        return False
-    fields = ("nodes", "pods", "podgroups", "priority_classes", "hypernodes")
-    # queues is rebuilt when the log has no `default` queue (the view adds one), so compare it by value
-    return all(getattr(snapshot, f) is getattr(last, f) for f in fields) and snapshot.queues == last.queues

@@ -71,6 +71,7 @@ class SchedulerView:
         "_shown",
         "hypernodes",
         "nodes",
+        "opportunities",
         "priority_classes",
         "queues",
         "seq",
@@ -95,6 +96,8 @@ class SchedulerView:
         # plan id -> the (kind, key) pairs still waiting for the log
         self._plans: dict[str, set[tuple[str, str]]] = {}
         self._cache: dict[str, tuple[Any, ...]] = {}
+        # events that may let a session place something it could not before (see OPPORTUNITIES)
+        self.opportunities = 0
 
     # --- reading -------------------------------------------------------------------------------------
     def snapshot(self, seq: int | None = None) -> ClusterSnapshot:
@@ -151,6 +154,8 @@ class SchedulerView:
         handler = _HANDLERS.get(event.type)
         if handler is not None:
             handler(self, event)
+            if event.type in OPPORTUNITIES:
+                self.opportunities += 1
 
     def _set(self, kind: str, objects: dict[str, Any], key: str, obj: Any | None) -> None:
         _put(objects, key, obj)
@@ -225,6 +230,8 @@ class SchedulerView:
 
     def forget(self, plan_id: str) -> None:
         """Drop a plan's assumptions (it was rejected): its objects show as the log says again."""
+        if plan_id in self._plans:
+            self.opportunities += 1  # its pods are pending again
         for kind, key in self._plans.pop(plan_id, ()):
             if kind == _POD:
                 del self._pod_assumed[key]
@@ -426,3 +433,8 @@ _HANDLERS: Mapping[str, Callable[[SchedulerView, Event], None]] = {
 }
 # every event type the view folds: what a replica subscribes to
 VIEW_EVENTS = frozenset(_HANDLERS)
+# The events after which a session may place what it could not before: new pending work, capacity or
+# quota freed (a pod finishing, leaving or being released), nodes, queues and classes changing. Not the
+# answers to a replica's own plans (PodBound, PodGroupStatusChanged) nor a pod starting to run: a busy
+# cluster sends thousands of those, and a session for each would only re-plan a settled cluster.
+OPPORTUNITIES = VIEW_EVENTS - {"PodBound", "PodRunning", "PodGroupStatusChanged"}

@@ -17,6 +17,7 @@ class RunnerConfig(ServiceConfig):
     checkpoint_every_s: float = 30.0
     inflight_timeout_s: float = 30.0  # an output not seen in the log after this long is sent again
     max_batch_events: int = 2048  # events applied between two reconciles at most
+    read_model_interval_s: float = 0.2  # services with a read model write what changed this often
     leader_election: bool = False
     leader_lease_ttl_s: int = 5
     instance_id: str = ""  # the election candidate's name; empty: <hostname>-<pid>
@@ -24,7 +25,13 @@ class RunnerConfig(ServiceConfig):
 
     def problems(self) -> list[str]:
         problems = super().problems()
-        for name in ("reconcile_interval_s", "resync_interval_s", "checkpoint_every_s", "inflight_timeout_s"):
+        for name in (
+            "reconcile_interval_s",
+            "resync_interval_s",
+            "checkpoint_every_s",
+            "inflight_timeout_s",
+            "read_model_interval_s",
+        ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
         for name in ("checkpoint_every_events", "max_batch_events", "leader_lease_ttl_s", "stream_replicas"):

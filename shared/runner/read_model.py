@@ -1,7 +1,8 @@
 """An event-sourced service that also writes its read model (docs/control-plane.md, "Read model and CLI").
 
-The core marks the objects each event changed as dirty (with the event's seq); after every reconcile,
-while leading, the dirty objects are written in one go, each as of the seq of its last change, fenced by
+The core marks the objects each event changed as dirty (with the event's seq); while leading, the dirty
+objects are written in one go every read_model_interval_s (a busy object, a pod that is bound, starts
+and ends within a second, is rendered and written once), each as of the seq of its last change, fenced by
 the leadership term (shared.store.read_model.ReadModel only moves a key forward). On gaining a term, and
 on the first reconcile without election, everything is written once as of the current seq and every
 stored object the state no longer has is deleted: that covers what a previous leader (or this instance
@@ -110,7 +111,15 @@ class ReadModelService(EventSourcedService[S]):
         }
 
     def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
-        return [*super().extra_tasks(), self._forget_marks_while_standby()]
+        return [*super().extra_tasks(), self._forget_marks_while_standby(), self._write_periodically()]
+
+    async def _write_periodically(self) -> None:
+        while not self.stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), self.config.read_model_interval_s)
+            if self._owed() and self.phase == "following":
+                await self.write_read_model()
+                self.progressed()
 
     async def _forget_marks_while_standby(self) -> None:
         """A standby writes nothing and rewrites everything once it leads: its dirty marks would only
@@ -122,7 +131,8 @@ class ReadModelService(EventSourcedService[S]):
                 await asyncio.wait_for(self.stopping.wait(), self.config.reconcile_interval_s)
 
     async def after_reconcile(self) -> None:
-        await self.write_read_model()
+        if self._term() != self._synced_term:
+            await self.write_read_model()  # everything, at once, on taking over
 
     async def write_read_model(self) -> None:
         """Write what is owed, if leading; failures are logged and retried after the next reconcile."""
