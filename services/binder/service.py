@@ -27,7 +27,7 @@ import structlog
 from nats.aio.msg import Msg
 from opentelemetry.trace import SpanKind, Tracer
 
-from services.binder.core.core import BinderCore, plan_outputs
+from services.binder.core.core import BinderCore, committed_together, plan_outputs
 from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
 from services.binder.metrics import BinderMetrics, rejection_reason
 from services.binder.read_model import NodeWriter
@@ -36,7 +36,7 @@ from services.scheduler.plans import PlanError, PlanMessage, decode_plan
 from services.scheduler.publish import PUBLISHED_AT_HEADER
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
-from shared.bus.jetstream import Bus
+from shared.bus.jetstream import MAX_BATCH_MESSAGES, Bus
 from shared.bus.streams import plans_stream
 from shared.bus.subjects import PLANS_STREAM
 from shared.runner import EventSourcedService, RunnerConfig
@@ -190,35 +190,59 @@ class BinderService(EventSourcedService[BinderShellState]):
                     consumer = None
                     await _first_set(self.stopping, timeout_s=_RETRY_S)
                     continue
-                for delivery in deliveries:
-                    try:
-                        await self._handle(delivery)
-                    except (nats.errors.Error, TimeoutError) as exc:
-                        # An ack, nak or term that did not reach the server: the plan comes back (and a
-                        # plan already answered is only acknowledged then).
-                        log.warning(
-                            "plan not settled with the server", seq=delivery.record.seq, error=repr(exc)
-                        )
+                if not deliveries:
+                    continue
+                try:
+                    await self._handle(deliveries)
+                except (nats.errors.Error, TimeoutError) as exc:
+                    # An ack, nak or term that did not reach the server: the plans come back (and a
+                    # plan already answered is only acknowledged then).
+                    log.warning("plans not settled with the server", error=repr(exc))
         finally:
             if consumer is not None:
                 with contextlib.suppress(nats.errors.Error):
                     await consumer.close()
 
-    async def _handle(self, delivery: Delivery) -> None:
+    async def _handle(self, deliveries: list[Delivery]) -> None:
+        """Check a fetched batch of plans in order against the ledger (each accepted one is folded into it
+        at once, so the next is checked against it), publish every accepted plan's events together as
+        atomic batches and the rejections beside them, then acknowledge each plan. One round trip per
+        batch of plans rather than per plan is what lets the binder keep up with many replicas."""
         if not self.leading or self.stopping.is_set():
-            await delivery.nak()  # the next leader (or this one, after a restart) takes it
+            for delivery in deliveries:
+                await delivery.nak()  # the next leader (or this one, after a restart) takes it
             return
-        try:
-            plan = decode_plan(delivery.record.data)
-        except PlanError as exc:
-            self.binder_metrics.rejected.labels("invalid").inc()
-            log.error("dropping a plan that does not decode", seq=delivery.record.seq, error=str(exc))
-            await delivery.term()
+        plans: list[tuple[Delivery, PlanMessage]] = []
+        for delivery in deliveries:
+            try:
+                plan = decode_plan(delivery.record.data)
+            except PlanError as exc:
+                self.binder_metrics.rejected.labels("invalid").inc()
+                log.error("dropping a plan that does not decode", seq=delivery.record.seq, error=str(exc))
+                await delivery.term()
+                continue
+            if plan.plan_id in self.state.answered:
+                await delivery.ack()  # answered in the log already: this is a redelivery
+                continue
+            plans.append((delivery, plan))
+        if not plans:
             return
-        if plan.plan_id in self.state.answered:
-            await delivery.ack()  # answered in the log already: this is a redelivery
+        await self._catch_up(max(plan.seq for _, plan in plans))
+        decided = [(delivery, plan, *self._checked(delivery, plan)) for delivery, plan in plans]
+        outputs = committed_together([outputs for _, _, outputs, _ in decided], MAX_BATCH_MESSAGES)
+        if await self.publisher.publish(outputs, lambda: self.leading):
+            # Accepted plans stay in flight in the ledger (reconcile sends their events again, and so
+            # does their next delivery); rejections are decided again. Either way the plans come back.
+            for delivery, *_ in decided:
+                await delivery.nak(delay_s=_RETRY_S)
             return
-        await self._catch_up(plan.seq)
+        for delivery, plan, plan_outputs_, fresh in decided:
+            await delivery.ack()
+            if fresh:
+                self._count(plan, plan_outputs_, delivery.record.headers.get(PUBLISHED_AT_HEADER))
+
+    def _checked(self, delivery: Delivery, plan: PlanMessage) -> tuple[list[Output], bool]:
+        """The plan's outputs, decided in a span that joins the plan's trace."""
         attributes = {
             JOB_ATTRIBUTE: plan.subject,
             "lahar.plan.id": plan.plan_id,
@@ -230,19 +254,10 @@ class BinderService(EventSourcedService[BinderShellState]):
             kind=SpanKind.CONSUMER,
             attributes=attributes,
         ) as span:
-            outputs, decided = self._decide(plan)
+            outputs, fresh = self._decide(plan)
             span.set_attribute("lahar.plan.outcome", outputs[0].type if outputs else "in flight")
-            traceparent = trace_headers().get("traceparent")
-            outputs = [dataclasses.replace(o, traceparent=traceparent) for o in outputs]
-            failed = await self.publisher.publish(outputs, lambda: self.leading)
-        if failed:
-            # An accepted plan stays in flight in the ledger (reconcile sends its events again, and so
-            # does its next delivery); a rejection is decided again. Either way the plan comes back.
-            await delivery.nak(delay_s=_RETRY_S)
-            return
-        await delivery.ack()
-        if decided:
-            self._count(plan, outputs, delivery.record.headers.get(PUBLISHED_AT_HEADER))
+            traceparent = trace_headers().get("traceparent") or delivery.record.headers.get("traceparent")
+        return [dataclasses.replace(o, traceparent=traceparent) for o in outputs], fresh
 
     async def _catch_up(self, seq: int) -> None:
         """Wait (boundedly) until the ledger has folded the log up to seq, the position the plan was

@@ -9,8 +9,8 @@ returns them again: a crash between accepting a plan and publishing it only dela
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgpack
@@ -104,6 +104,22 @@ def plan_outputs(plan: PlanMessage) -> list[Output]:
             )
         )
     return outputs
+
+
+def committed_together(per_plan: Sequence[Sequence[Output]], most: int) -> list[Output]:
+    """Several plans' outputs, in order, with the accepted plans' events merged into as few atomic
+    batches of at most `most` events as possible: each plan still lands whole or not at all (a batch of
+    several plans lands whole or not at all too), and a batch costs two round trips however many plans
+    it holds."""
+    merged: list[Output] = []
+    batch, size = "", 0
+    for outputs in per_plan:
+        events = [o for o in outputs if o.batch is not None]
+        if events and (not batch or size + len(events) > most):
+            batch, size = events[0].batch or "", 0
+        size += len(events)
+        merged.extend(o if o.batch is None else replace(o, batch=batch) for o in outputs)
+    return merged
 
 
 def rejection(plan: PlanMessage, verdict: Verdict) -> Output:
