@@ -104,7 +104,13 @@ class BinderService(EventSourcedService[BinderShellState]):
         return [self._consume_plans(), self._listen_heartbeats(), self._write_nodes()]
 
     def health(self) -> dict[str, Any]:
-        return {**super().health(), "plans_in_flight": len(self.state.core.inflight)}
+        nodes = self.state.core.ledger.nodes
+        return {
+            **super().health(),
+            "plans_in_flight": len(self.state.core.inflight),
+            "nodes": len(nodes),
+            "nodes_ready": sum(entry.ready for entry in nodes.values()),
+        }
 
     async def idle(self) -> bool:
         """Also, as leader: no plan waiting on LAHAR_PLANS (acknowledged plans leave the work queue)."""

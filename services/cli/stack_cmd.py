@@ -15,7 +15,7 @@ import time
 from services.cli.stack.layout import StackState, lahar_home, process_alive
 from services.cli.stack.supervisor import Supervisor, service_healthy, service_specs
 
-UP_TIMEOUT_S = 120.0
+UP_TIMEOUT_S = 420.0  # healthy processes, then every node bindable (supervisor: up to 300 s)
 DOWN_TIMEOUT_S = 60.0
 
 
@@ -71,7 +71,7 @@ def run_up(args: argparse.Namespace) -> int:
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
     deadline = time.monotonic() + UP_TIMEOUT_S
-    shown = 0
+    shown, waited = 0, ""
     while time.monotonic() < deadline:
         state = StackState.read(home)
         if state is not None and state.supervisor_pid == supervisor.pid:
@@ -84,6 +84,9 @@ def run_up(args: argparse.Namespace) -> int:
             if len(state.services) > shown:
                 shown = len(state.services)
                 print(f"starting {state.services[-1].name} ...", file=sys.stderr, flush=True)
+            if state.waiting and state.waiting != waited:
+                waited = state.waiting
+                print(f"waiting for {waited} ...", file=sys.stderr, flush=True)
         if supervisor.poll() is not None:
             print(
                 f"lahar up: the supervisor exited ({supervisor.returncode}); see {home}/supervisor.log",

@@ -96,6 +96,8 @@ class NodeAgentService(EventSourcedService[AgentView]):
             **super().health(),
             "runtime": self.agent_config.runtime,
             "nodes": len(self.agent_core.inner.nodes),
+            # nodes whose current registration is in the log (the binder and schedulers know them)
+            "nodes_registered": self.agent_core.inner.registered_count(self.state.agent),
             "runs": len(self.state.agent.runs),
         }
 

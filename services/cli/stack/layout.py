@@ -61,6 +61,7 @@ class StackState:
     etcd_pid: int = 0
     services: list[RunningService] = field(default_factory=list)
     ready: bool = False
+    waiting: str = ""  # while starting: what the stack still waits for before it can bind
     error: str = ""
 
     def write(self, home: Path) -> None:

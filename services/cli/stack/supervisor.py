@@ -1,29 +1,34 @@
 """The local stack's supervisor: owns nats-server, etcd and every service process.
 
-It starts them in dependency order on free loopback ports, waits until each reports healthy, records the
-stack in `stack.json`, restarts a service that dies (with the same port, after a short backoff: a crashed
-service resumes from its checkpoint and the log), and on SIGTERM/SIGINT stops them in reverse order
-(SIGTERM to each process group, SIGKILL after a grace period) before removing the record. Everything it
-starts, it stops, by PID.
+It starts them in dependency order on free loopback ports, waits until each reports healthy and then until
+the stack can bind on every node (readiness.py), records the stack in `stack.json`, restarts a service
+that dies (with the same port, after a short backoff: a crashed service resumes from its checkpoint and
+the log), and on SIGTERM/SIGINT stops them in reverse order (SIGTERM to each process group, SIGKILL after
+a grace period) before removing the record. Everything it starts, it stops, by PID.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from services.cli.stack.layout import RunningService, ServiceSpec, StackState
+from services.cli.stack.readiness import waiting_for
 from shared.servers import EtcdServer, NatsServer, free_port
 
 STOP_GRACE_S = 10.0
 RESTART_BACKOFF_S = 0.5
 HEALTH_TIMEOUT_S = 60.0
+BINDABLE_TIMEOUT_S = 300.0  # from healthy processes to every node bindable (10,000 nodes take seconds)
 
 
 def service_specs(home: Path, sim_nodes: int, node_name: str, replicas: int) -> list[ServiceSpec]:
@@ -53,6 +58,19 @@ def service_healthy(port: int) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+def service_health(port: int) -> dict[str, Any] | None:
+    """The service's /healthz document (whether it is ok or not), None when it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1.0) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:  # 503: unhealthy, with the document saying why
+        with contextlib.suppress(ValueError):
+            return json.loads(exc.read())
+        return None
+    except (OSError, ValueError):
+        return None
 
 
 class Supervisor:
@@ -127,8 +145,32 @@ class Supervisor:
         logs.mkdir(exist_ok=True)
         for spec in self.specs:
             await self._spawn(spec, logs)
+        await self._until_bindable()
         self.state.ready = True
+        self.state.waiting = ""
         self.state.write(self.home)
+
+    async def _until_bindable(self) -> None:
+        """Wait until every node is registered and known Ready to the binder and every scheduler."""
+        deadline = time.monotonic() + BINDABLE_TIMEOUT_S
+        while True:
+            healths = {
+                s.name: await asyncio.to_thread(service_health, s.metrics_port) for s in self.state.services
+            }
+            waiting = waiting_for(healths)
+            if not waiting:
+                return
+            if waiting != self.state.waiting:
+                self.state.waiting = waiting
+                self.state.write(self.home)
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the stack could not bind within {BINDABLE_TIMEOUT_S:.0f}s: waiting for {waiting}"
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), 0.1)
+            if self.stopping.is_set():
+                raise RuntimeError("stopped while starting")
 
     async def _spawn(self, spec: ServiceSpec, logs: Path, port: int = 0) -> None:
         port = port or free_port()

@@ -110,6 +110,10 @@ class NodeAgentCore:
                 state.wake.add(key)
         return state
 
+    def registered_count(self, state: AgentState) -> int:
+        """How many of the agent's nodes the log shows registered as configured."""
+        return sum(state.registered.get(name) == output.id for name, output in self.registrations.items())
+
     def touched(self, state: AgentState, event: Event) -> list[str]:
         """Pod keys: a pod event may change what its run's facts are."""
         return [f"{event.namespace}/{event.name}"] if event.kind == "pod" else []
