@@ -37,7 +37,7 @@ class BenchStack:
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
             )
         deadline = started + timeout_s
-        shown = 0
+        shown, waited = 0, ""
         while time.monotonic() < deadline:
             state = StackState.read(self.home)
             if state is not None and state.supervisor_pid == self.process.pid:
@@ -49,6 +49,9 @@ class BenchStack:
                 if len(state.services) > shown:
                     shown = len(state.services)
                     progress(f"starting {state.services[-1].name}")
+                if state.waiting and state.waiting != waited:
+                    waited = state.waiting
+                    progress(f"waiting for {waited}")
             if self.process.poll() is not None:
                 raise RuntimeError(f"the supervisor exited; see {self.home / 'supervisor.log'}")
             time.sleep(0.05)
