@@ -33,7 +33,7 @@ from e2e.log_invariants import (
 )
 
 from services.cli.stack.layout import StackState, process_alive
-from services.cli.stack.supervisor import service_healthy
+from services.cli.stack.supervisor import service_health, service_healthy
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, parse_event_subject
 from shared.client import LaharClient
@@ -265,3 +265,58 @@ def test_no_node_is_over_committed(crash_run: CrashRun) -> None:
 def test_no_fact_is_recorded_twice(crash_run: CrashRun) -> None:
     violations = duplicate_facts(crash_run.events)
     assert not violations, crash_run.report(violations)
+
+
+# --- restarts on an idle stack -----------------------------------------------------------------------
+
+QUIET_S = 4.0  # longer than every periodic activity (1 s sessions and timers, 2 s heartbeats)
+QUIET_TIMEOUT_S = 60.0
+
+
+async def last_seq(nats_url: str) -> int:
+    bus = await Bus.connect(nats_url, name="crash-recovery-test")
+    try:
+        return await bus.last_seq(EVENTS_STREAM)
+    finally:
+        await bus.close()
+
+
+def quiet_log(stack: Stack) -> int:
+    """The log's last sequence once it has not moved for QUIET_S: the stack has nothing left to say."""
+    deadline = time.monotonic() + QUIET_TIMEOUT_S
+    seq, since = asyncio.run(last_seq(stack.state.nats_url)), time.monotonic()
+    while time.monotonic() - since < QUIET_S:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the log kept growing for {QUIET_TIMEOUT_S:.0f}s (now at {seq})")
+        time.sleep(0.2)
+        now = asyncio.run(last_seq(stack.state.nats_url))
+        if now != seq:
+            seq, since = now, time.monotonic()
+    return seq
+
+
+def await_following(stack: Stack, name: str, pid: int) -> None:
+    """Until the restarted service has replayed the log and follows it (its decisions are all taken)."""
+    deadline = time.monotonic() + RESTART_TIMEOUT_S
+    while time.monotonic() < deadline:
+        state = StackState.read(stack.home)
+        record = None if state is None else next(s for s in state.services if s.name == name)
+        health = None if record is None or record.pid != pid else service_health(record.metrics_port)
+        if health is not None and health.get("phase") == "following":
+            return
+        time.sleep(0.1)
+    pytest.fail(f"{name} did not follow the log within {RESTART_TIMEOUT_S:.0f}s")
+
+
+def test_a_service_restarted_on_an_idle_stack_appends_nothing(crash_run: CrashRun) -> None:
+    # the workload is over (every job waited for): the stack is idle once its log is quiet
+    stack = crash_run.stack
+    for service in KILL_ORDER:
+        before = quiet_log(stack)
+        kill = kill_and_await_restart(stack, service)
+        await_following(stack, service, kill.new_pid)
+        after = quiet_log(stack)
+        appended = asyncio.run(read_log(stack.state.nats_url))[before:]
+        assert after == before, f"{service}'s restart appended " + ", ".join(
+            f"{e.type} {object_key(e)}" for e in appended[:20]
+        )
