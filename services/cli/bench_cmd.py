@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="steady arrival (default: a burst)",
     )
     e2e.add_argument("--seed", type=int, default=0)
+    e2e.add_argument(
+        "--replay", action="store_true", help="afterwards, time each service replaying the whole log"
+    )
     e2e.add_argument("--keep-home", action="store_true", help="keep the stack's directory (logs) afterwards")
     e2e.add_argument("-o", "--output", choices=("json", "table"), default="table")
     e2e.set_defaults(handler=run_e2e)
@@ -111,6 +114,7 @@ def run_e2e(args: argparse.Namespace) -> int:
         duration=args.duration,
         arrival_rate=args.arrival_rate,
         seed=args.seed,
+        replay=args.replay,
         keep_home=args.keep_home,
     )
     started = time.monotonic()

@@ -22,6 +22,7 @@ import orjson
 from services.cli.bench_e2e import procstat
 from services.cli.bench_e2e.figures import RoundTimes, round_figures
 from services.cli.bench_e2e.rawpub import raw_publish_rate
+from services.cli.bench_e2e.replay import replay_rates
 from services.cli.bench_e2e.stack import BenchStack
 from services.cli.bench_e2e.workload import NAMESPACE, BenchJob, arrival_offsets, bench_jobs
 from shared.bus.envelope import Envelope, EnvelopeError
@@ -42,6 +43,7 @@ class BenchSpec:
     duration: str = "2s"
     arrival_rate: float | None = None  # pods/s; None: a burst
     seed: int = 0
+    replay: bool = False  # afterwards, every service replays the whole log (its checkpoint deleted)
     ready_timeout_s: float = 300.0
     round_timeout_s: float = 900.0
     keep_home: bool = False
@@ -164,6 +166,7 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
         raw_after = await raw_publish_rate(bus)
     finally:
         await bus.close()
+    replays = await replay_rates(stack, say) if spec.replay else None
     raw = (raw_before + raw_after) / 2
     for figures in rounds:
         figures["ratio"] = round(figures["pods_per_s"] / raw, 4)
@@ -189,6 +192,8 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
     }
     if spec.rounds > 1:
         result["per_round"] = rounds
+    if replays is not None:
+        result["replay"] = replays
     return result
 
 
