@@ -79,8 +79,12 @@ class EventSourcedService(Service, Generic[S]):
         self._reads: frozenset[str] | None = None if reads is None else frozenset(reads)
         if subject_filter is not None:
             self.subject_filter: Filters = subject_filter
+            self._replay_filter: Filters = subject_filter
         else:
             self.subject_filter = None if self.follows_whole_log else read_filters(reads)
+            # Replay reads everything and skips unread types itself: the server delivers a consumer with
+            # several filters a few times slower (~17k records/s here) than one without (~65k/s).
+            self._replay_filter = None
         self.clock = clock
         self.tracer = tracer or trace.get_tracer("lahar.runner")
         self.metrics = RunnerMetrics(registry or default_registry(), core.name)
@@ -201,7 +205,7 @@ class EventSourcedService(Service, Generic[S]):
                 self.checkpointer.seq = 0
         started, first, count = time.perf_counter(), self.seq + 1, 0
         with self.tracer.start_as_current_span("replay", attributes={"lahar.replay.from_seq": first}):
-            async for records in self.bus.replay_batches(EVENTS_STREAM, first, self.subject_filter):
+            async for records in self.bus.replay_batches(EVENTS_STREAM, first, self._replay_filter):
                 for record in records:
                     self._apply(record, live=False)
                 count += len(records)
