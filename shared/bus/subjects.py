@@ -32,7 +32,7 @@ CLUSTER_SCOPE = "_"
 _SAFE = re.compile(r"[A-Za-z0-9_-]")
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")  # a token that needs no escaping: most names
 _ESCAPED = re.compile(r"%([0-9A-F]{2})")
-_PLAIN_EVENT_SUBJECT = re.compile(r"lahar\.ev(?:\.[A-Za-z0-9_-]+){5}")
+_EVENT_SUBJECT_SHAPE = re.compile(r"lahar\.ev(?:\.[A-Za-z0-9_%-]+){5}")
 
 
 def encode_token(value: str) -> str:
@@ -147,11 +147,12 @@ def guard_subject(kind: str, namespace: str | None, name: str, producer: str) ->
 
 def parse_event_subject(subject: str) -> EventSubject:
     """Invert event_subject(); raises ValueError for any other subject."""
-    if _PLAIN_EVENT_SUBJECT.fullmatch(subject):
-        # nothing escaped (the usual subject: one pattern instead of decoding five tokens)
-        kind, producer, event_type, ns, name = subject[len(EVENTS_ROOT) + 1 :].split(".")
-        if CLUSTER_SCOPE not in (kind, producer, event_type, name):
-            return EventSubject(kind, producer, event_type, None if ns == CLUSTER_SCOPE else ns, name)
+    if _EVENT_SUBJECT_SHAPE.fullmatch(subject):
+        # the usual subject: one pattern for its shape, and only escaped tokens decoded
+        tokens = subject[len(EVENTS_ROOT) + 1 :].split(".")
+        if CLUSTER_SCOPE not in (tokens[0], tokens[1], tokens[2], tokens[4]):
+            kind, producer, event_type, ns, name = (decode_token(t) if "%" in t else t for t in tokens)
+            return EventSubject(kind, producer, event_type, None if tokens[3] == CLUSTER_SCOPE else ns, name)
     prefix = EVENTS_ROOT + "."
     tokens = subject[len(prefix) :].split(".") if subject.startswith(prefix) else []
     if len(tokens) != 5:
