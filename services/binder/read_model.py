@@ -19,7 +19,7 @@ from contracts.objects import Node
 from shared.runner_types import Event
 from shared.store.election import Fence, FencedOut
 from shared.store.etcd import Etcd, EtcdError
-from shared.store.read_model import ReadModel, Write
+from shared.store.read_model import ReadModel, Stored, Write
 
 log = structlog.get_logger(__name__)
 
@@ -78,13 +78,22 @@ class NodeWriter:
     def __init__(self, etcd: Etcd) -> None:
         self.etcd = etcd
         self.pending: set[str] = set()
+        self._stored: Stored | None = None  # the stored nodes as this writer knows them, in _term
+        self._term: int | None = None
 
     async def flush(self, nodes: Mapping[str, NodeRecord], fence: Fence | None) -> None:
         """Write the pending nodes under fence; raises FencedOut when the term is over (the nodes stay
         pending for whoever leads next in this process) and EtcdError when etcd fails."""
         names, self.pending = self.pending, set()
+        term = 0 if fence is None else fence.token
         try:
-            await ReadModel(self.etcd, fence=fence).apply(node_writes(nodes, names))
+            model = ReadModel(self.etcd, fence=fence, stored=self._stored)
+            if self._stored is None or term != self._term:
+                # a new term: list the stored nodes once, then write knowing what is there
+                model.stored = self._stored = Stored()
+                await model.list(KIND)
+                self._term = term
+            await model.apply(node_writes(nodes, names))
         except (FencedOut, EtcdError):
             self.pending |= names
             raise

@@ -28,7 +28,7 @@ from shared.runner import EventSourcedService, RunnerConfig
 from shared.runner_types import Core
 from shared.store.election import FencedOut
 from shared.store.etcd import Etcd, EtcdError
-from shared.store.read_model import ReadModel, Write
+from shared.store.read_model import ReadModel, Stored, Write
 from shared.telemetry.metrics import Registry, default_registry
 
 log = structlog.get_logger(__name__)
@@ -71,6 +71,7 @@ class ReadModelService(EventSourcedService[S]):
         super().__init__(core, bus, etcd, config, registry=registry, tracer=tracer, clock=clock)
         self.projection = core
         self._synced_term: int | None = None  # the term everything was last written in
+        self._stored = Stored()  # what this instance listed and wrote in that term
         self.registry = registry or default_registry()
         self._writes = self.registry.counter(
             "lahar_read_model_writes_total",
@@ -140,7 +141,9 @@ class ReadModelService(EventSourcedService[S]):
         if term is None:
             return
         fence = None if self.seat is None else self.seat.fence
-        model = ReadModel(self.etcd, fence=fence)
+        if term != self._synced_term:
+            self._stored = Stored()  # a new term lists everything again (_write_all)
+        model = ReadModel(self.etcd, fence=fence, stored=self._stored)
         try:
             if term != self._synced_term:
                 await self._write_all(model)

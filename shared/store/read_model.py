@@ -5,19 +5,25 @@ are MessagePack maps ``{"seq": N, "object": {...}}``: N is the event sequence th
 only moves a key forward: it is applied only if the stored sequence is older, checked by a transaction
 that compares the key's mod revision to the one read. A deleted object leaves a tombstone carrying its
 sequence, so replaying older events (after a restart from an old checkpoint) cannot resurrect it.
+
+A writer that keeps `Stored` (what it listed once, and what it wrote since) knows each key's sequence
+and mod revision without reading them again, so a write is one transaction. Without it, the keys are read
+one Range each: never by a read-only transaction, which etcd 3.5.1 (the version the project installs)
+answers with a panic of the whole server when the client gives up on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
 import msgpack
 
 from shared.store.election import Fence, fenced_txn
-from shared.store.etcd import Compare, Etcd, EtcdError, absent, get, mod_revision_is, put
+from shared.store.etcd import Compare, Etcd, EtcdError, KeyValue, absent, mod_revision_is, put
 
 OBJECTS_PREFIX = "/lahar/objects/"
 CLUSTER_SCOPE = "_"
@@ -67,13 +73,34 @@ def _decode(key: bytes, value: bytes, prefix: bytes) -> tuple[int, StoredObject 
     )
 
 
-class ReadModel:
-    """Reads for everyone; writes for the owning service, optionally fenced by its leadership."""
+@dataclass(slots=True)
+class Stored:
+    """What one writer knows is stored: key -> (sequence, mod revision) of the keys it listed or wrote,
+    and the kinds it listed whole (a key of those kinds it does not know is absent)."""
 
-    def __init__(self, etcd: Etcd, *, prefix: str = OBJECTS_PREFIX, fence: Fence | None = None) -> None:
+    keys: dict[bytes, tuple[int, int]] = field(default_factory=dict)
+    kinds: set[bytes] = field(default_factory=set)  # key prefixes of the kinds listed whole
+
+    def knows(self, key: bytes) -> bool:
+        return key in self.keys or any(key.startswith(kind) for kind in self.kinds)
+
+
+class ReadModel:
+    """Reads for everyone; writes for the owning service, optionally fenced by its leadership, and
+    remembering what it stored in `stored` when given one."""
+
+    def __init__(
+        self,
+        etcd: Etcd,
+        *,
+        prefix: str = OBJECTS_PREFIX,
+        fence: Fence | None = None,
+        stored: Stored | None = None,
+    ) -> None:
         self.etcd = etcd
         self.prefix = prefix.encode()
         self.fence = fence
+        self.stored = stored
 
     def key(self, kind: str, namespace: str | None, name: str) -> bytes:
         ns = CLUSTER_SCOPE if namespace is None else _token(namespace)
@@ -84,13 +111,17 @@ class ReadModel:
         return None if kv is None else _decode(kv.key, kv.value, self.prefix)[1]
 
     async def list(self, kind: str, namespace: str | None = None) -> tuple[list[StoredObject], int]:
-        """Live objects of a kind (in one namespace, or all), and the etcd revision they were read at."""
+        """Live objects of a kind (in one namespace, or all), and the etcd revision they were read at; a
+        writer with `stored` learns every key of the kind (tombstones too) on the way."""
         scope = self.prefix + f"{_token(kind)}/".encode()
         if namespace is not None:
             scope += f"{_token(namespace)}/".encode()
         kvs, revision = await self.etcd.get_prefix(scope)
-        objects = [obj for kv in kvs if (obj := _decode(kv.key, kv.value, self.prefix)[1]) is not None]
-        return objects, revision
+        decoded = [(kv, _decode(kv.key, kv.value, self.prefix)) for kv in kvs]
+        if self.stored is not None:
+            self.stored.keys.update((kv.key, (seq, kv.mod_revision)) for kv, (seq, _) in decoded)
+            self.stored.kinds.add(scope)
+        return [obj for _, (_, obj) in decoded if obj is not None], revision
 
     async def put(
         self, kind: str, namespace: str | None, name: str, obj: Mapping[str, Any], seq: int
@@ -117,17 +148,15 @@ class ReadModel:
             if key not in newest or writes[i].seq > writes[newest[key]].seq:
                 newest[key] = i
         for _ in range(_MAX_ATTEMPTS):
-            # One snapshot read of all keys, so the compares below describe a single revision.
-            current = await self.etcd.txn([], [get(key) for key in newest])
+            current = await self._current(list(newest))
             guards: list[Compare] = []
             puts = []
             chosen: set[int] = set()
-            for (key, i), found in zip(newest.items(), current.reads, strict=True):
-                kv = found[0] if found else None
-                stored_seq = _decode(kv.key, kv.value, self.prefix)[0] if kv is not None else None
+            for key, i in newest.items():
+                stored_seq, revision = current[key]
                 if stored_seq is not None and stored_seq >= writes[i].seq:
                     continue
-                guards.append(mod_revision_is(key, kv.mod_revision) if kv is not None else absent(key))
+                guards.append(mod_revision_is(key, revision) if revision else absent(key))
                 doc = {
                     "seq": writes[i].seq,
                     "object": None if writes[i].object is None else dict(writes[i].object),
@@ -141,5 +170,39 @@ class ReadModel:
             else:
                 result = await self.etcd.txn(guards, puts)
             if result.succeeded:
+                self._remember({keys[i]: writes[i].seq for i in chosen}, result.revision)
                 return [i in chosen for i in range(len(writes))]
+            self._forget(newest)  # somebody else wrote one of them: read them again
         raise EtcdError(f"read model writes kept conflicting with another writer ({_MAX_ATTEMPTS} attempts)")
+
+    async def _current(self, keys: list[bytes]) -> dict[bytes, tuple[int | None, int]]:
+        """Each key's stored sequence (None: absent) and mod revision (0: absent): from `stored` where it
+        knows, else read, one Range per key."""
+        known = self.stored
+        unknown = keys if known is None else [k for k in keys if not known.knows(k)]
+        read = await asyncio.gather(*(self.etcd.get(key) for key in unknown))
+        current = {key: self._state(kv) for key, kv in zip(unknown, read, strict=True)}
+        if known is not None:
+            for key in keys:
+                if key not in current:
+                    seq, revision = known.keys.get(key, (None, 0))
+                    current[key] = (seq, revision)
+        return current
+
+    def _state(self, kv: KeyValue | None) -> tuple[int | None, int]:
+        if kv is None:
+            return None, 0
+        seq = _decode(kv.key, kv.value, self.prefix)[0]
+        if self.stored is not None:
+            self.stored.keys[kv.key] = (seq, kv.mod_revision)
+        return seq, kv.mod_revision
+
+    def _remember(self, seqs: Mapping[bytes, int], revision: int) -> None:
+        if self.stored is not None:
+            self.stored.keys.update((key, (seq, revision)) for key, seq in seqs.items())
+
+    def _forget(self, keys: Iterable[bytes]) -> None:
+        if self.stored is not None:
+            for key in keys:
+                self.stored.keys.pop(key, None)
+                self.stored.kinds.discard(next((k for k in self.stored.kinds if key.startswith(k)), b""))

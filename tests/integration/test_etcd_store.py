@@ -22,7 +22,7 @@ from shared.store.etcd import (
     value_is,
 )
 from shared.store.lease import KeptLease
-from shared.store.read_model import ReadModel, Write
+from shared.store.read_model import ReadModel, Stored, Write
 
 pytestmark = pytest.mark.integration
 
@@ -92,6 +92,35 @@ async def test_read_model_only_moves_forward(etcd: Etcd) -> None:
     assert stored is not None and (stored.seq, stored.object) == (9, {"phase": "Running"})
     raw = await etcd.get(b"/lahar/objects/job/default/train")
     assert raw is not None
+
+
+async def test_a_writer_that_remembers_what_it_stored_reads_nothing_before_writing(etcd: Etcd) -> None:
+    reads = 0
+    real_get = etcd.get
+
+    async def counted_get(key: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return await real_get(key)
+
+    etcd.get = counted_get  # type: ignore[method-assign]
+    await ReadModel(etcd).put("job", "default", "old", {"phase": "Running"}, seq=7)
+    assert reads == 1  # a writer that knows nothing reads the key first (a Range, never a read-only txn)
+    stored = Stored()
+    model = ReadModel(etcd, stored=stored)
+    await model.list("job")  # learns every job key, and that no other exists
+    reads = 0
+    assert await model.apply(
+        [Write("job", "default", "old", 9, {"phase": "Done"}), Write("job", "default", "new", 1, {})]
+    )
+    assert not await model.put("job", "default", "old", {"phase": "Stale"}, seq=8)
+    assert await model.put("job", "default", "new", {"phase": "Running"}, seq=2)
+    assert reads == 0
+    # another writer moved a key on: the guard refuses, the key is read again, and the write still lands
+    await ReadModel(etcd).put("job", "default", "new", {"phase": "Elsewhere"}, seq=3)
+    assert await model.put("job", "default", "new", {"phase": "Later"}, seq=4)
+    found = await model.get("job", "default", "new")
+    assert found is not None and (found.seq, found.object) == (4, {"phase": "Later"})
 
 
 async def test_read_model_batches_names_scopes_and_tombstones(etcd: Etcd) -> None:
