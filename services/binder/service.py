@@ -87,7 +87,7 @@ class BinderService(EventSourcedService[BinderShellState]):
         clock: Callable[[], float] = time.time,
     ) -> None:
         registry = registry or default_registry()
-        self.binder = BinderCore(node_timeout_s=config.node_timeout_s)
+        self.binder = BinderCore(node_timeout_s=config.node_timeout_s, max_plan_events=MAX_BATCH_MESSAGES)
         super().__init__(
             BinderShellCore(self.binder), bus, etcd, config, registry=registry, tracer=tracer, clock=clock
         )

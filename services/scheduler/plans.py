@@ -23,6 +23,9 @@ from contracts.objects import PodGroupCondition, PodGroupStatus
 from services.scheduler.core.framework.plan import Bind, Eviction, Plan, PodGroupUpdate, SessionResult
 from services.scheduler.core.snapshot import ClusterSnapshot
 
+# PodGroups per status-only plan: its events are committed as one atomic batch (at most 1,000 events)
+STATUS_PLAN_GROUPS = 256
+
 # Fixed namespace for plan ids: the same replica, view seq, index and content always give the same id.
 PLAN_ID_NAMESPACE = uuid.UUID("8b1d4c52-3e0f-4f4a-9a36-5d7c2e1b9f60")
 
@@ -85,7 +88,8 @@ def build_plans(
     result: SessionResult, snapshot: ClusterSnapshot, replica: str, owned: Container[str]
 ) -> list[PlanMessage]:
     """The plan messages of one session for the PodGroups in `owned`, at the snapshot's seq. Status
-    updates ride with the plan of their PodGroup; the rest go in one status-only message at the end."""
+    updates ride with the plan of their PodGroup; the rest go in status-only messages at the end, of at
+    most STATUS_PLAN_GROUPS PodGroups each (a session over a busy cluster may change thousands)."""
     seq = snapshot.sequence
     statuses = {pg.meta.key: pg.status for pg in snapshot.podgroups}
     changed = {
@@ -101,10 +105,12 @@ def build_plans(
         attached = {key: changed.pop(key) for key in sorted(groups) if key in changed}
         content = _content(plan, attached)
         messages.append(_message(plan_id(replica, seq, index, content), replica, seq, plan, attached))
-    if changed:
-        content = _content(Plan(), changed)
-        pid = plan_id(replica, seq, len(result.plans), content)
-        messages.append(_message(pid, replica, seq, Plan(), changed))
+    rest = list(changed.items())
+    for start in range(0, len(rest), STATUS_PLAN_GROUPS):
+        chunk = dict(rest[start : start + STATUS_PLAN_GROUPS])
+        content = _content(Plan(), chunk)
+        pid = plan_id(replica, seq, len(result.plans) + start // STATUS_PLAN_GROUPS, content)
+        messages.append(_message(pid, replica, seq, Plan(), chunk))
     return messages
 
 

@@ -146,6 +146,8 @@ def rejection(plan: PlanMessage, verdict: Verdict) -> Output:
 class BinderCore:
     node_timeout_s: float = live.DEFAULT_NODE_TIMEOUT_S
     name: str = BINDER
+    # the most events the stream commits as one atomic batch (the shell's bus says how many)
+    max_plan_events: int = 1000
 
     def initial(self) -> BinderState:
         return BinderState()
@@ -195,7 +197,12 @@ class BinderCore:
         return state, outputs
 
     def _check(self, state: BinderState, plan: PlanMessage, now: float) -> Verdict:
-        """The ledger's verdict, and no binds to a node that went silent and is not yet marked NotReady."""
+        """The ledger's verdict, and no binds to a node that went silent and is not yet marked NotReady;
+        and a plan too large to commit atomically is refused rather than half committed."""
+        events = len(plan.binds) + len(plan.evictions) + len(plan.podgroups)
+        if events > self.max_plan_events:
+            reason = f"plan of {events} events; at most {self.max_plan_events} commit atomically"
+            return Verdict(False, reason, state.ledger.seq)
         for bind in plan.binds:
             node = state.ledger.nodes.get(bind.node)
             if node is not None and live.is_stale(state.liveness, bind.node, node, now, self.node_timeout_s):

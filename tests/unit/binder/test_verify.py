@@ -277,3 +277,15 @@ def test_plans_of_a_real_session_commit_and_settle_the_schedulers_view() -> None
     view.apply(log.event(changed.type, "default/a", changed.payload, id=changed.id))
     settled = view.snapshot()
     assert build_plans(run_session(settled), settled, "r1", owned) == []
+
+
+def test_a_plan_too_large_to_commit_atomically_is_refused_whole() -> None:
+    _, state, _ = cluster()
+    small = BinderCore(max_plan_events=2)
+    state, outputs = small.submit_plan(
+        state, plan(b=binds("p0@n1", "p1@n1"), podgroups={"default/g": INQUEUE}), 1.0
+    )
+    assert [(o.type, o.payload["reason"]) for o in outputs] == [
+        ("PlanRejected", "plan of 3 events; at most 2 commit atomically")
+    ]
+    assert not state.inflight
