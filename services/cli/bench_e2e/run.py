@@ -19,12 +19,13 @@ from typing import Any
 
 import orjson
 
-from services.cli.bench_e2e import procstat
+from services.cli.bench_e2e import costs, procstat
 from services.cli.bench_e2e.figures import RoundTimes, round_figures
 from services.cli.bench_e2e.rawpub import raw_publish_rate
 from services.cli.bench_e2e.replay import replay_rates
 from services.cli.bench_e2e.stack import BenchStack
 from services.cli.bench_e2e.workload import NAMESPACE, BenchJob, arrival_offsets, bench_jobs
+from services.cli.stack.layout import StackState
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, event_filter, intake_subject, parse_event_subject
@@ -106,6 +107,12 @@ async def _watch(bus: Bus, round_: _Round, from_seq: int) -> None:
             round_.observe(record.subject, record.data)
 
 
+async def _counters(stack: BenchStack) -> dict[str, dict[str, float]]:
+    state = StackState.read(stack.home)
+    services = [] if state is None else state.services
+    return {s.name: await asyncio.to_thread(costs.scrape, s.metrics_port) for s in services}
+
+
 async def _run_round(
     bus: Bus, spec: BenchSpec, index: int, stack: BenchStack, say: Callable[[str], None]
 ) -> dict[str, Any]:
@@ -121,6 +128,7 @@ async def _run_round(
     round_ = _Round(jobs)
     pids = stack.pids()
     cpu_before = {name: procstat.cpu_seconds(pid) for name, pid in pids.items()}
+    counters_before = await _counters(stack)
     watcher = asyncio.create_task(_watch(bus, round_, await bus.last_seq(EVENTS_STREAM) + 1))
     say(f"round {index + 1}: publishing {len(jobs)} jobs ({pods} pods)")
     publisher = asyncio.create_task(_publish(bus, round_, jobs, arrival_offsets(jobs, spec.arrival_rate)))
@@ -143,10 +151,12 @@ async def _run_round(
         watcher.cancel()
         await asyncio.gather(publisher, watcher, return_exceptions=True)
     cpu_after = {name: procstat.cpu_seconds(pid) for name, pid in stack.pids().items()}
+    counters_after = await _counters(stack)
     figures: dict[str, Any] = {"round": index + 1, **round_figures(round_.times())}
     failed = sorted(job for job, (phase, _) in round_.final.items() if phase != "Completed")
     if failed:
         figures["jobs_not_completed"] = failed[:20]
+    figures["per_pod"] = costs.per_pod(counters_before, counters_after, len(round_.bound))
     figures["cpu_s"] = {
         name: round(after - before, 2)
         for name, after in cpu_after.items()
@@ -178,10 +188,11 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
         "rounds": spec.rounds,
         "arrival_rate": spec.arrival_rate,
         "ready_s": round(ready_s, 2),
-        **{k: v for k, v in first.items() if k not in ("round", "cpu_s")},
+        **{k: v for k, v in first.items() if k not in ("round", "cpu_s", "per_pod")},
         "raw_publish_per_s": round(raw, 1),
         "raw_publish_before_after": [round(raw_before, 1), round(raw_after, 1)],
         "cpu_s": first["cpu_s"],
+        "per_pod": first["per_pod"],
         "peak_rss_mb": {
             name: round(rss, 1)
             for name, pid in stack.pids().items()

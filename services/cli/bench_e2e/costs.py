@@ -1,0 +1,57 @@
+"""What each pod costs the whole system, from the services' own counters (their /metrics): events decoded
+by each service, events it wrote, read-model objects written. Read before and after a round; the
+difference divided by the round's pods."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from collections.abc import Mapping
+
+# the counters summed, by what they count
+_COUNTERS = {
+    "decoded": "lahar_runner_events_applied_total",
+    "written": "lahar_runner_outputs_published_total",
+    "read_model_writes": "lahar_read_model_writes_total",
+}
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The service's counters above, each summed over its series (only stored outputs count as written,
+    only live events as decoded: replay is not a round's work)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2.0) as response:
+            text = response.read().decode()
+    except OSError:
+        return {}
+    totals = dict.fromkeys(_COUNTERS, 0.0)
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        labels = match["labels"] or ""
+        for what, name in _COUNTERS.items():
+            if match["name"] != name:
+                continue
+            if what == "decoded" and 'phase="live"' not in labels:
+                continue
+            if what in ("written", "read_model_writes") and 'result="stored"' not in labels:
+                continue
+            totals[what] += float(match["value"])
+    return totals
+
+
+def per_pod(
+    before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapping[str, float]], pods: int
+) -> dict[str, dict[str, float]]:
+    """Per service and counter, the growth over the round divided by its pods."""
+    costs: dict[str, dict[str, float]] = {}
+    for service, totals in after.items():
+        start = before.get(service, {})
+        grown = {
+            what: round((value - start.get(what, 0.0)) / max(pods, 1), 2) for what, value in totals.items()
+        }
+        if any(grown.values()):
+            costs[service] = grown
+    return costs
