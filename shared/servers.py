@@ -310,6 +310,9 @@ class NatsServer(_ServerProcess):
         return _http_ok(f"{self.monitor_url}/healthz?js-enabled-only=true")
 
 
+ETCD_HISTORY = "5m"  # how long etcd keeps old revisions (watches may resume that far back)
+
+
 class EtcdServer(_ServerProcess):
     """A single-member etcd cluster on loopback."""
 
@@ -351,6 +354,13 @@ class EtcdServer(_ServerProcess):
             f"{member}={peer}",
             "--initial-cluster-state",
             "new",
+            # without compaction every revision of every key is kept: the read model and the checkpoints
+            # rewrite keys all the time, and memory and the database grow without bound (a 40,000-pod
+            # benchmark took etcd past 1 GB)
+            "--auto-compaction-mode",
+            "periodic",
+            "--auto-compaction-retention",
+            ETCD_HISTORY,
             *self.extra_args,
         ]
 

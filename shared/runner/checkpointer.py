@@ -1,5 +1,9 @@
 """When and how the loop saves (state, seq): every checkpoint_every_events events or checkpoint_every_s
-seconds and at shutdown, fenced by the leadership term when the service is elected."""
+seconds and at shutdown, fenced by the leadership term when the service is elected.
+
+A checkpoint dumps the whole state, so its cost grows with the state: the period stretches to at least
+COST_FACTOR times what the last checkpoint took, which keeps checkpointing under 2% of a core however
+large the state grows (a restart then replays a little more)."""
 
 from __future__ import annotations
 
@@ -17,24 +21,33 @@ from shared.store.etcd import EtcdError
 
 log = structlog.get_logger(__name__)
 
+COST_FACTOR = 50
+
 
 class Checkpointer:
     def __init__(
-        self, store: CheckpointStore, config: RunnerConfig, metrics: RunnerMetrics, seat: LeaderSeat | None
+        self,
+        store: CheckpointStore,
+        config: RunnerConfig,
+        metrics: RunnerMetrics,
+        seat: LeaderSeat | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.clock = clock
         self.store = store
         self.config = config
         self.metrics = metrics
         self.seat = seat
         self.seq = 0  # of the last checkpoint written or loaded
-        self._at = time.monotonic()
+        self._at = self.clock()
+        self._cost_s = 0.0  # what the last checkpoint took, dump included
 
     def due(self, seq: int, *, final: bool) -> bool:
         behind = seq - self.seq
+        period = max(self.config.checkpoint_every_s, COST_FACTOR * self._cost_s)
         return behind > 0 and (
-            final
-            or behind >= self.config.checkpoint_every_events
-            or time.monotonic() - self._at >= self.config.checkpoint_every_s
+            final or behind >= self.config.checkpoint_every_events or self.clock() - self._at >= period
         )
 
     async def save(self, view: bytes, seq: int) -> None:
@@ -51,7 +64,7 @@ class Checkpointer:
                 self.seat.step_down("checkpoint refused: the leadership term is over")
             raise
         self.seq = seq
-        self._at = time.monotonic()
+        self._at = self.clock()
         self.metrics.checkpointed("ok")
         self.metrics.checkpoint_seq.set(seq)
 
@@ -61,11 +74,13 @@ class Checkpointer:
         dump is called at once, before any await, so the view is the state at seq."""
         if not self.due(seq, final=final):
             return
+        started = self.clock()
         try:
             await self.save(dump(), seq)
+            self._cost_s = self.clock() - started
         except FencedOut:
             pass  # step_down logged it; the new leader checkpoints
         except EtcdError as exc:
             self.metrics.checkpointed("error")
-            self._at = time.monotonic()  # retry after the period, not at every batch
+            self._at = self.clock()  # retry after the period, not at every batch
             log.warning("checkpoint failed; retrying later", seq=seq, error=str(exc))
