@@ -45,6 +45,9 @@ class SchedulerConfig(RunnerConfig):
     replica_id: str
     schedule_period_s: float = 1.0
     debounce_s: float = 0.05  # how long a burst of events may grow before the session that answers it
+    # freed capacity (pods ending, nodes, queues) is answered by a session at most this often: during a
+    # burst it changes all the time, and every replica would otherwise run sessions back to back
+    capacity_period_s: float = 0.5
     scheduler_conf_file: str = ""  # volcano-scheduler.conf; empty: the default conf
     seed: int = 0  # session n draws from Random(seed + n)
     membership_ttl_s: int = 5
@@ -54,7 +57,7 @@ class SchedulerConfig(RunnerConfig):
         problems = super().problems()
         if not self.replica_id or "/" in self.replica_id:
             problems.append(f"replica_id: expected a name without '/', got {self.replica_id!r}")
-        for name in ("schedule_period_s", "assumption_timeout_s"):
+        for name in ("schedule_period_s", "assumption_timeout_s", "capacity_period_s"):
             if getattr(self, name) <= 0:
                 problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
         if self.debounce_s < 0:
@@ -89,7 +92,9 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self._sessions = 0
         self._in_session = False
         self._planned_seq = -1  # view seq of the last session (or of the last check that found no change)
-        self._last_opportunities = -1  # the view's opportunities the last session answered
+        self._last_capacity = -1  # the view's capacity changes the last session answered
+        self._capacity_at = 0.0  # loop time of the last session
+        self._new_work: set[str] = set()  # owned PodGroups with pending work no session has seen
         self._last_ring: Ring | None = None
         self._assumed_at: dict[str, float] = {}  # plan id -> monotonic time it was assumed
 
@@ -129,8 +134,11 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         loop = asyncio.get_running_loop()
         next_tick = loop.time()
         while not self.stopping.is_set():
+            wake = next_tick
+            if self.state.view.capacity != self._last_capacity:
+                wake = min(wake, self._capacity_at + self.config.capacity_period_s)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), max(0.0, next_tick - loop.time()))
+                await asyncio.wait_for(self._kick.wait(), max(0.0, wake - loop.time()))
             if self._kick.is_set():
                 with contextlib.suppress(TimeoutError):  # let a burst of events land first
                     await asyncio.wait_for(self.stopping.wait(), self.config.debounce_s)
@@ -148,17 +156,28 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             self.progressed()
 
     async def _cycle(self, *, force: bool) -> None:
-        """One session, unless nothing that could be placed changed since the last one (the view's
-        opportunities); a periodic one always runs: time passes for conditions and timeouts."""
+        """One session, if something arrived that this replica may now place: new pending work of a
+        PodGroup it owns (promptly), or freed capacity (at most every capacity_period_s); a periodic one
+        always runs, since time passes for conditions and timeouts."""
         self._expire_assumptions()
         view = self.state.view
-        snapshot = view.snapshot()
         owned = self.ownership.owned()
-        opportunities = view.opportunities
-        if not force and owned.ring == self._last_ring and opportunities == self._last_opportunities:
-            # Nothing new can be placed. What did change (pods started, plans answered) still shows in
-            # the PodGroups' statuses: the periodic session answers it, until then the replica is busy.
+        if view.new_work:
+            self._new_work |= {key for key in view.new_work if key in owned}
+            view.new_work.clear()
+        capacity = view.capacity
+        loop_time = asyncio.get_running_loop().time()
+        capacity_due = (
+            capacity != self._last_capacity and loop_time >= self._capacity_at + self.config.capacity_period_s
+        )
+        if not force and owned.ring == self._last_ring and not self._new_work and not capacity_due:
+            # Nothing new can be placed now. What did change (pods started, plans answered, capacity
+            # that a later session answers) still shows in the PodGroups' statuses: the periodic
+            # session answers it, until then the replica is busy.
             return
+        snapshot = view.snapshot()
+        self._new_work.clear()
+        self._capacity_at = loop_time
         self._sessions += 1
         self._in_session = True
         owned.next_session()
@@ -185,7 +204,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 await self._publish(plan)
         finally:
             self._in_session = False
-        self._last_opportunities = opportunities
+        self._last_capacity = capacity
         self._last_ring = owned.ring
         self._planned_seq = snapshot.sequence
         if plans:

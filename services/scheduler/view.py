@@ -33,7 +33,7 @@ from contracts.objects import (
 from services.scheduler.core.framework.plan import PodGroupUpdate
 from services.scheduler.core.live import LiveObjects
 from services.scheduler.core.model.node_base import NodeRows
-from services.scheduler.core.snapshot import DEFAULT_QUEUE, ClusterSnapshot
+from services.scheduler.core.snapshot import DEFAULT_QUEUE, ClusterSnapshot, podgroup_key
 from services.scheduler.plans import PlanMessage
 
 if TYPE_CHECKING:
@@ -69,9 +69,10 @@ class SchedulerView:
         "_podgroups",
         "_pods",
         "_shown",
+        "capacity",
         "hypernodes",
+        "new_work",
         "nodes",
-        "opportunities",
         "priority_classes",
         "queues",
         "seq",
@@ -96,8 +97,11 @@ class SchedulerView:
         # plan id -> the (kind, key) pairs still waiting for the log
         self._plans: dict[str, set[tuple[str, str]]] = {}
         self._cache: dict[str, tuple[Any, ...]] = {}
-        # events that may let a session place something it could not before (see OPPORTUNITIES)
-        self.opportunities = 0
+        # what may let a session place something it could not before: PodGroups with new pending work
+        # (NEW_WORK; a replica acts on its own promptly) and changes of capacity or rules for everyone
+        # (CAPACITY events, counted)
+        self.new_work: set[str] = set()
+        self.capacity = 0
 
     # --- reading -------------------------------------------------------------------------------------
     def snapshot(self, seq: int | None = None) -> ClusterSnapshot:
@@ -154,8 +158,14 @@ class SchedulerView:
         handler = _HANDLERS.get(event.type)
         if handler is not None:
             handler(self, event)
-            if event.type in OPPORTUNITIES:
-                self.opportunities += 1
+            if event.type in CAPACITY:
+                self.capacity += 1
+            elif event.type == "PodGroupCreated":
+                self.new_work.add(event_key(event))
+            elif event.type == "PodCreated":
+                pod = self._pods.get(event_key(event))
+                if pod is not None:
+                    self.new_work.add(podgroup_key(pod))
 
     def _set(self, kind: str, objects: dict[str, Any], key: str, obj: Any | None) -> None:
         _put(objects, key, obj)
@@ -230,9 +240,8 @@ class SchedulerView:
 
     def forget(self, plan_id: str) -> None:
         """Drop a plan's assumptions (it was rejected): its objects show as the log says again."""
-        if plan_id in self._plans:
-            self.opportunities += 1  # its pods are pending again
         for kind, key in self._plans.pop(plan_id, ()):
+            self.new_work.add(podgroup_key(self._pods[key]) if kind == _POD and key in self._pods else key)
             if kind == _POD:
                 del self._pod_assumed[key]
                 self._show_pod(key)
@@ -433,8 +442,9 @@ _HANDLERS: Mapping[str, Callable[[SchedulerView, Event], None]] = {
 }
 # every event type the view folds: what a replica subscribes to
 VIEW_EVENTS = frozenset(_HANDLERS)
-# The events after which a session may place what it could not before: new pending work, capacity or
-# quota freed (a pod finishing, leaving or being released), nodes, queues and classes changing. Not the
-# answers to a replica's own plans (PodBound, PodGroupStatusChanged) nor a pod starting to run: a busy
-# cluster sends thousands of those, and a session for each would only re-plan a settled cluster.
-OPPORTUNITIES = VIEW_EVENTS - {"PodBound", "PodRunning", "PodGroupStatusChanged"}
+# The events after which any replica's session may place what it could not before: capacity or quota
+# freed (a pod finishing, leaving or being released), nodes, queues and classes changing. New pending
+# work (PodGroupCreated, PodCreated, a rejected plan) matters to its PodGroup's owner only (`new_work`).
+# Neither are the answers to a replica's own plans (PodBound, PodGroupStatusChanged) nor a pod starting:
+# a busy cluster sends thousands of those, and a session for each would only re-plan a settled cluster.
+CAPACITY = VIEW_EVENTS - {"PodBound", "PodRunning", "PodGroupStatusChanged", "PodGroupCreated", "PodCreated"}
