@@ -10,6 +10,7 @@ import time
 import orjson
 
 from services.cli import bench_codec
+from services.cli.bench_e2e.figures import medians
 from services.cli.bench_e2e.run import BenchSpec
 from services.cli.bench_e2e.run import run_bench as run_e2e_bench
 from services.scheduler.bench.core_bench import run_bench
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--replay", action="store_true", help="afterwards, time each service replaying the whole log"
     )
     e2e.add_argument("--keep-home", action="store_true", help="keep the stack's directory (logs) afterwards")
+    e2e.add_argument("--repeat", type=int, default=1, help="run N times, each on a new stack; print medians")
     e2e.add_argument("-o", "--output", choices=("json", "table"), default="table")
     e2e.set_defaults(handler=run_e2e)
     codec = kinds.add_parser("codec", help="µs per encode and decode of a Pod, PodGroup, Job and Node")
@@ -93,7 +95,7 @@ def run_core(args: argparse.Namespace) -> int:
 def run_e2e(args: argparse.Namespace) -> int:
     problems = [
         f"{name}: expected an integer >= 1, got {getattr(args, name)}"
-        for name in ("nodes", "replicas", "jobs", "rounds", "min_pods", "max_pods")
+        for name in ("nodes", "replicas", "jobs", "rounds", "min_pods", "max_pods", "repeat")
         if getattr(args, name) < 1
     ]
     if args.max_pods < args.min_pods:
@@ -122,11 +124,16 @@ def run_e2e(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         print(f"[{time.monotonic() - started:7.1f}s] {message}", file=sys.stderr, flush=True)
 
-    try:
-        result = run_e2e_bench(spec, say)
-    except RuntimeError as exc:
-        print(f"lahar bench e2e: {exc}", file=sys.stderr)
-        return 1
+    runs = []
+    for run in range(args.repeat):
+        if args.repeat > 1:
+            say(f"run {run + 1} of {args.repeat}")
+        try:
+            runs.append(run_e2e_bench(spec, say))
+        except RuntimeError as exc:
+            print(f"lahar bench e2e: {exc}", file=sys.stderr)
+            return 1
+    result = runs[0] if len(runs) == 1 else {"median": medians(runs), "runs": runs}
     if args.output == "json":
         print(orjson.dumps(result).decode())
     else:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +50,21 @@ def round_figures(times: RoundTimes) -> dict[str, float]:
         "completed_p50_s": round(percentile(completed, 50), 3),
         "completed_p99_s": round(percentile(completed, 99), 3),
     }
+
+
+def medians(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The median of every number the runs report (top level, and per service or round one level
+    down); the machine is noisy, so a figure is the median of several runs, never one run."""
+    merged: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [run.get(key) for run in runs]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            merged[key] = round(statistics.median(values), 4)
+        elif isinstance(first, Mapping) and all(isinstance(v, Mapping) for v in values):
+            inner = {k: [v.get(k) for v in values] for k in first}
+            merged[key] = {
+                k: round(statistics.median(vs), 4)
+                for k, vs in inner.items()
+                if all(isinstance(v, int | float) and not isinstance(v, bool) for v in vs)
+            }
+    return merged

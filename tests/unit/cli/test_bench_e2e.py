@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from services.cli.bench_e2e.costs import per_pod
-from services.cli.bench_e2e.figures import RoundTimes, percentile, round_figures
+from services.cli.bench_e2e.figures import RoundTimes, medians, percentile, round_figures
 from services.cli.bench_e2e.workload import arrival_offsets, bench_jobs
 
 
@@ -45,3 +45,12 @@ def test_per_pod_costs_are_what_grew_over_the_round() -> None:
     before = {"binder": {"decoded": 100.0, "written": 10.0}, "admission": {"decoded": 5.0}}
     after = {"binder": {"decoded": 500.0, "written": 210.0}, "admission": {"decoded": 5.0}}
     assert per_pod(before, after, 100) == {"binder": {"decoded": 4.0, "written": 2.0}}
+
+
+def test_medians_of_runs_per_figure_and_per_service() -> None:
+    runs = [
+        {"pods_per_s": 500.0, "nodes": 1000, "cpu_s": {"binder": 2.0}, "restarts": {}},
+        {"pods_per_s": 600.0, "nodes": 1000, "cpu_s": {"binder": 4.0}, "restarts": {}},
+        {"pods_per_s": 550.0, "nodes": 1000, "cpu_s": {"binder": 3.0}, "restarts": {}},
+    ]
+    assert medians(runs) == {"pods_per_s": 550.0, "nodes": 1000, "cpu_s": {"binder": 3.0}, "restarts": {}}
