@@ -72,6 +72,7 @@ class ReadModelService(EventSourcedService[S]):
         self.projection = core
         self._synced_term: int | None = None  # the term everything was last written in
         self._stored = Stored()  # what this instance listed and wrote in that term
+        self._writing = asyncio.Lock()
         self.registry = registry or default_registry()
         self._writes = self.registry.counter(
             "lahar_read_model_writes_total",
@@ -136,7 +137,12 @@ class ReadModelService(EventSourcedService[S]):
             await self.write_read_model()  # everything, at once, on taking over
 
     async def write_read_model(self) -> None:
-        """Write what is owed, if leading; failures are logged and retried after the next reconcile."""
+        """Write what is owed, if leading; failures are logged and retried after the next reconcile.
+        One write at a time: the loop goes on folding events meanwhile, and marks them dirty."""
+        async with self._writing:
+            await self._write_owed()
+
+    async def _write_owed(self) -> None:
         term = self._term()
         if term is None:
             return
@@ -179,7 +185,10 @@ class ReadModelService(EventSourcedService[S]):
         writes = [Write(*key, seq, value) for key, value in values.items()]
         writes += [Write(*key, seq, None) for key in stale]
         await self._store(model, writes, full=True)
-        self.projection.dirty(self.state).clear()
+        # what changed while this was written (the loop kept folding) is still owed
+        dirty = self.projection.dirty(self.state)
+        for key in [key for key, marked in dirty.items() if marked <= seq]:
+            del dirty[key]
         log.info("read model written", seq=seq, objects=len(values), deleted=len(stale))
 
     async def _store(self, model: ReadModel, writes: list[Write], *, full: bool) -> None:

@@ -305,3 +305,43 @@ async def test_closing_a_queue_waits_for_its_podgroups_and_the_read_model_follow
 
 async def _absent(etcd: Etcd, kind: str, ns: str | None, name: str) -> bool:
     return await stored(etcd, kind, ns, name) is None
+
+
+async def test_what_changes_while_everything_is_written_is_written_after(
+    bus: Bus, etcd: Etcd, eventually: Eventually
+) -> None:
+    """Writing the whole read model (on taking over) takes a while; the loop folds events meanwhile, and
+    what they change must still be written afterwards, not forgotten with the marks of the full write."""
+    await bus.ensure_streams([events_stream()])
+    config = QueueControllerConfig(instance_id="a", **{**QUIET, "read_model_interval_s": 3600.0})
+    qc = QueueControllerService(bus, etcd, config, registry=Registry())
+    running = asyncio.create_task(qc.run())
+    try:
+        await eventually(lambda: qc.health()["read_model_synced"], what="led, and everything written once")
+        release = asyncio.Event()
+        store = qc._store
+
+        async def slow_full_write(model: Any, writes: Any, *, full: bool) -> None:
+            if full:
+                await release.wait()
+            await store(model, writes, full=full)
+
+        async def nothing() -> None:
+            return None
+
+        qc._store = slow_full_write  # type: ignore[method-assign]
+        qc.after_reconcile = nothing  # type: ignore[method-assign]  # this test drives the writes itself
+        qc._synced_term = None  # the next write rewrites everything, as after winning a term
+        writing = asyncio.create_task(qc.write_read_model())
+        pc = PriorityClass(ObjectMeta("high", ""), value=1000)
+        object_ = codec.encode_object(pc)
+        seq = await publish(bus, "PriorityClassApplied", "priorityclass", None, "high", object=object_)
+        await eventually(lambda: qc.seq >= seq, what="the class folded while the full write is under way")
+        release.set()
+        await writing
+        await qc.write_read_model()  # what is still owed
+        found = await stored(etcd, "priorityclass", None, "high")
+        assert found is not None and found[1] == pc
+    finally:
+        await qc.shutdown()
+        await running
