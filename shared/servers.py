@@ -310,7 +310,7 @@ class NatsServer(_ServerProcess):
         return _http_ok(f"{self.monitor_url}/healthz?js-enabled-only=true")
 
 
-ETCD_HISTORY = "5m"  # how long etcd keeps old revisions (watches may resume that far back)
+ETCD_HISTORY = "1m"  # how long etcd keeps old revisions (watches may resume that far back)
 
 
 class EtcdServer(_ServerProcess):
@@ -356,7 +356,7 @@ class EtcdServer(_ServerProcess):
             "new",
             # without compaction every revision of every key is kept: the read model and the checkpoints
             # rewrite keys all the time, and memory and the database grow without bound (a 40,000-pod
-            # benchmark took etcd past 1 GB)
+            # benchmark took etcd past 1.7 GB with five minutes of history)
             "--auto-compaction-mode",
             "periodic",
             "--auto-compaction-retention",

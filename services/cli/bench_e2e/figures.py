@@ -53,18 +53,13 @@ def round_figures(times: RoundTimes) -> dict[str, float]:
 
 
 def medians(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The median of every number the runs report (top level, and per service or round one level
-    down); the machine is noisy, so a figure is the median of several runs, never one run."""
+    """The median of every number the runs report, at any depth (per service, per round, per counter);
+    the machine is noisy, so a figure is the median of several runs, never one run."""
     merged: dict[str, Any] = {}
     for key, first in runs[0].items():
         values = [run.get(key) for run in runs]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            merged[key] = round(statistics.median(values), 4)
+            merged[key] = round(statistics.median(values), 4)  # type: ignore[type-var]
         elif isinstance(first, Mapping) and all(isinstance(v, Mapping) for v in values):
-            inner = {k: [v.get(k) for v in values] for k in first}
-            merged[key] = {
-                k: round(statistics.median(vs), 4)
-                for k, vs in inner.items()
-                if all(isinstance(v, int | float) and not isinstance(v, bool) for v in vs)
-            }
+            merged[key] = medians(values)  # type: ignore[arg-type]
     return merged

@@ -54,3 +54,5 @@ def test_medians_of_runs_per_figure_and_per_service() -> None:
         {"pods_per_s": 550.0, "nodes": 1000, "cpu_s": {"binder": 3.0}, "restarts": {}},
     ]
     assert medians(runs) == {"pods_per_s": 550.0, "nodes": 1000, "cpu_s": {"binder": 3.0}, "restarts": {}}
+    nested = [{"per_pod": {"binder": {"decoded": float(v)}}} for v in (5, 4, 6)]
+    assert medians(nested) == {"per_pod": {"binder": {"decoded": 5.0}}}
