@@ -16,6 +16,7 @@ every token is escaped reversibly: bytes outside ``[A-Za-z0-9_-]`` become ``%XX`
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ def encode_token(value: str) -> str:
     return "".join(ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode()) for ch in value)
 
 
+@functools.lru_cache(maxsize=4096)  # escaped tokens repeat: producers like node-agent.<agent>, namespaces
 def decode_token(token: str) -> str:
     if not token:
         raise ValueError("a subject token cannot be empty")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from shared.telemetry.metrics import Registry, exponential_buckets
 
 
@@ -10,6 +12,7 @@ class RunnerMetrics:
 
     def __init__(self, registry: Registry, service: str) -> None:
         self.service = service
+        self._applied: dict[str, Any] = {}  # phase -> its series (every event counts: looked up once)
         self.events_applied = registry.counter(
             "lahar_runner_events_applied_total", "Events folded into the state", ("service", "phase")
         )
@@ -56,7 +59,10 @@ class RunnerMetrics:
         ).labels(service)
 
     def applied(self, phase: str, seq: int) -> None:
-        self.events_applied.labels(self.service, phase).inc()
+        child = self._applied.get(phase)
+        if child is None:
+            child = self._applied[phase] = self.events_applied.labels(self.service, phase)
+        child.inc()
         self.last_applied_seq.set(seq)
 
     def reconciled(self, scope: str, keys: int) -> None:

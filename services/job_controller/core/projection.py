@@ -20,11 +20,16 @@ from contracts import codec
 from contracts.objects import ApiObject, PodGroupCondition, PodStatus
 from services.job_controller.core.core import JobControllerCore
 from services.job_controller.core.objects import job_object, pod_object, podgroup_object
-from services.job_controller.core.state import JobRecord, State, job_namespace, pod_key
+from services.job_controller.core.state import JobRecord, PodRecord, State, job_namespace, pod_key
 from shared.runner_types import Event, Output
 
 CHECKPOINT_VERSION = 1
 KINDS = ("job", "podgroup", "pod")
+# events after which every object they change still exists: its details need no forgetting
+_NEVER_ENDS = frozenset(
+    {"PodCreated", "PodBound", "PodRunning", "PodEvicting", "PodGroupCreated", "PodGroupStatusChanged"}
+    | {"JobSubmitted", "JobUpdated", "JobStatusChanged"}
+)
 
 # (kind, namespace, name) of a read-model object
 ObjectKey = tuple[str, str | None, str]
@@ -62,12 +67,16 @@ class ProjectedCore:
             return state  # about nothing the controller knows
         if after is not None:
             _note_details(state, after, event, pod_before)
-        changed = _changed_keys(event, owner or "", after)
-        if before is not None and before is not after:
+        pod_after = after.pods.get(event.name) if after is not None and event.kind == "pod" else None
+        counted = _counted(pod_before) != _counted(pod_after)
+        changed = _changed_keys(event, owner or "", after, counted)
+        forgotten = before is not None and before is not after
+        if forgotten:
             changed.extend(_record_keys(before))  # forgotten (or replaced by its successor)
         for key in changed:
             state.dirty[key] = event.seq
-            _forget_details(state, key)
+            if forgotten or event.type not in _NEVER_ENDS:
+                _forget_details(state, key)
         return state
 
     def touched(self, state: Projected, event: Event) -> list[str]:
@@ -158,8 +167,13 @@ def _owner(core: State, event: Event) -> str | None:
     return None
 
 
-def _changed_keys(event: Event, owner: str, record: JobRecord | None) -> list[ObjectKey]:
-    """The objects whose read-model value an event may change (besides a forgotten record's)."""
+def _counted(pod: PodRecord | None) -> str | None:
+    return None if pod is None else pod.counted_as
+
+
+def _changed_keys(event: Event, owner: str, record: JobRecord | None, counted: bool) -> list[ObjectKey]:
+    """The objects whose read-model value an event may change (besides a forgotten record's); a pod
+    event changes its job's and PodGroup's only when it moves the pod's count (`counted`)."""
     namespace, _, job = owner.partition("/")
     if event.kind == "job":
         # a changed spec shows on an existing PodGroup too; a status only on the job
@@ -171,6 +185,8 @@ def _changed_keys(event: Event, owner: str, record: JobRecord | None) -> list[Ob
         return [("podgroup", namespace, job)]
     if event.kind == "pod" and record is not None:
         # the job's and the PodGroup's statuses count the job's pods
+        if not counted:
+            return [("pod", event.namespace, event.name)]
         return [("pod", event.namespace, event.name), ("podgroup", namespace, job), ("job", namespace, job)]
     return []
 

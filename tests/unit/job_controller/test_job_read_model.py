@@ -97,11 +97,14 @@ def test_each_event_marks_what_it_changed_with_its_seq() -> None:
     created = log.take_dirty()
     assert {("pod", NS, pod) for pod in PODS} <= set(created)
     bound = log.add("PodBound", "pod", PODS[0], {"node": "n1", "plan": "p1"})
+    # a bound pod still counts as Pending: only the pod changed
+    assert log.take_dirty() == {("pod", NS, PODS[0]): bound.seq}
+    running = log.add("PodRunning", "pod", PODS[0], {"node": "n1"})
     # the pod, and the counts of its job and its PodGroup
     assert log.take_dirty() == {
-        ("pod", NS, PODS[0]): bound.seq,
-        ("podgroup", NS, "train"): bound.seq,
-        ("job", NS, "train"): bound.seq,
+        ("pod", NS, PODS[0]): running.seq,
+        ("podgroup", NS, "train"): running.seq,
+        ("job", NS, "train"): running.seq,
     }
     log.add("PodBound", "pod", "someone-else", {"node": "n1", "plan": "p1"})
     log.add("NodeReady", "node", "n1")
