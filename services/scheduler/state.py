@@ -16,9 +16,8 @@ from typing import Any
 import msgpack
 
 from contracts.codec import decode_object, encode_object
-from contracts.objects import Pod
-from services.scheduler.core.snapshot import GROUP_NAME_ANNOTATION
-from services.scheduler.view import VIEW_EVENTS, SchedulerView, event_key, event_object
+from services.scheduler.core.snapshot import GROUP_NAME_ANNOTATION, podgroup_key
+from services.scheduler.view import VIEW_EVENTS, SchedulerView, event_key
 from shared.runner_types import Event, Key, Output
 
 # The events that start a job's trace in this replica's eyes (the job-controller writes them in the
@@ -33,15 +32,6 @@ _CREATING = {
     "PodGroup": "PodGroupCreated",
     "Pod": "PodCreated",
 }
-
-
-def podgroup_key(pod: Pod) -> str:
-    """The PodGroup a pod schedules with: its group annotation, else the implicit group of one that the
-    session gives it (`podgroup-<uid>`)."""
-    group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
-    if not group:
-        group = f"podgroup-{pod.meta.uid or pod.meta.name}"
-    return f"{pod.meta.namespace}/{group}"
 
 
 class ReplicaView(SchedulerView):
@@ -80,12 +70,12 @@ class ViewCore:
                 state.traces.pop(podgroup_key(pod), None)
         state.view.apply(event)
         if event.type in _TRACED and event.traceparent:
-            key = (
-                event_key(event)
-                if event.type == "PodGroupCreated"
-                else podgroup_key(event_object(event, Pod))
-            )
-            state.traces[key] = event.traceparent
+            key: str | None = event_key(event)
+            if event.type == "PodCreated":  # the view has just decoded the pod: read it, not the payload
+                pod = state.view.pod(key)
+                key = podgroup_key(pod) if pod is not None else None
+            if key is not None:
+                state.traces[key] = event.traceparent
         elif event.type == "PodGroupDeleted":
             state.traces.pop(event_key(event), None)
         return state
