@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import signal
 import sys
 from abc import ABC, abstractmethod
@@ -160,7 +161,22 @@ def run_main(
     except ConfigError as exc:
         print(f"{name}: invalid configuration:\n{exc}", file=sys.stderr)
         sys.exit(2)
+    tune_gc()
     sys.exit(asyncio.run(_main(service_factory, config, name)))
+
+
+# Young-generation size: CPython's default (700) makes a service that folds a few hundred thousand
+# events scan its long-lived state over and over; its state is trees of frozen dataclasses with almost
+# no cyclic garbage, so collecting 70x less often costs little memory and saves 10-15 % of a replay
+# (docs/benchmarks.md).
+YOUNG_GENERATION_OBJECTS = 50_000
+
+
+def tune_gc() -> None:
+    """Exempt what start-up built (modules, classes) from every collection and collect less often."""
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_GENERATION_OBJECTS, older, oldest)
 
 
 async def _main(service_factory: ServiceFactory[C], config: C, name: str) -> int:
