@@ -73,12 +73,19 @@ class SchedulerMetrics:
             "lahar_plans_expired_total",
             "Assumed plans neither committed nor rejected in time, forgotten so their pods are re-planned",
         )
+        self.sessions = registry.counter("lahar_scheduler_sessions_total", "Sessions this replica ran")
+        # CPU, not wall time: under contention a session's wall time says more about the machine
+        self.session_cpu = registry.counter(
+            "lahar_scheduler_session_cpu_seconds_total", "CPU seconds of this replica's sessions"
+        )
         self.owned_podgroups = registry.gauge(
             "lahar_owned_podgroups", "PodGroups this replica owns on the ring (as of its last session)"
         )
 
-    def session(self, duration_ms: float, outcome: SessionOutcome) -> None:
+    def session(self, duration_ms: float, cpu_s: float, outcome: SessionOutcome) -> None:
         self.e2e_latency_ms.observe(duration_ms)
+        self.sessions.inc()
+        self.session_cpu.inc(cpu_s)
         self.attempts.labels("scheduled").inc(outcome.scheduled)
         self.attempts.labels("unschedulable").inc(outcome.unschedulable)
         self.unschedulable_jobs.set(outcome.unschedulable)

@@ -22,6 +22,7 @@ import structlog
 from opentelemetry.trace import Tracer
 
 from services.scheduler.core.conf import SchedulerConf, default_conf
+from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.framework.session import run_session
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
 from services.scheduler.ownership import Ownership
@@ -48,6 +49,11 @@ class SchedulerConfig(RunnerConfig):
     # freed capacity (pods ending, nodes, queues) is answered by a session at most this often: during a
     # burst it changes all the time, and every replica would otherwise run sessions back to back
     capacity_period_s: float = 0.5
+    # After a session that took T seconds, the next one waits until session_pacing x T has passed (a
+    # periodic or ring-change session aside). Under a burst a replica then spends at most 1/(1+pacing)
+    # of its time in sessions and each session places what arrived meanwhile, so the cost of opening a
+    # session over the whole cluster is shared by more placements; small sessions are barely delayed.
+    session_pacing: float = 1.0
     scheduler_conf_file: str = ""  # volcano-scheduler.conf; empty: the default conf
     seed: int = 0  # session n draws from Random(seed + n)
     membership_ttl_s: int = 5
@@ -60,6 +66,8 @@ class SchedulerConfig(RunnerConfig):
         for name in ("schedule_period_s", "assumption_timeout_s", "capacity_period_s"):
             if getattr(self, name) <= 0:
                 problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
+        if self.session_pacing < 0:
+            problems.append(f"session_pacing: expected a number >= 0, got {self.session_pacing}")
         if self.debounce_s < 0:
             problems.append(f"debounce_s: expected a number >= 0, got {self.debounce_s}")
         if self.membership_ttl_s < 1:
@@ -94,6 +102,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self._planned_seq = -1  # view seq of the last session (or of the last check that found no change)
         self._last_capacity = -1  # the view's capacity changes the last session answered
         self._capacity_at = 0.0  # loop time of the last session
+        self._paced_until = 0.0  # loop time before which new work waits (session_pacing)
         self._new_work: set[str] = set()  # owned PodGroups with pending work no session has seen
         self._last_ring: Ring | None = None
         self._assumed_at: dict[str, float] = {}  # plan id -> monotonic time it was assumed
@@ -140,8 +149,11 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), max(0.0, wake - loop.time()))
             if self._kick.is_set():
-                with contextlib.suppress(TimeoutError):  # let a burst of events land first
-                    await asyncio.wait_for(self.stopping.wait(), self.config.debounce_s)
+                # Let a burst of events land first, and a costly session not follow the last one at
+                # once (until the periodic session is due).
+                paced = min(self._paced_until, next_tick) - loop.time()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), max(self.config.debounce_s, paced))
             if self.stopping.is_set():
                 break
             self._kick.clear()
@@ -184,8 +196,8 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         try:
             started = time.perf_counter()
             # In a thread: a large session must not starve the lease renewals and the log reader.
-            result = await asyncio.to_thread(
-                run_session,
+            result, cpu_s = await asyncio.to_thread(
+                _timed_session,
                 snapshot,
                 self.conf,
                 seed=self.config.seed + self._sessions,
@@ -194,8 +206,11 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 owns=owned.owns,
             )
             elapsed_ms = (time.perf_counter() - started) * 1000
+            self._paced_until = (
+                asyncio.get_running_loop().time() + self.config.session_pacing * elapsed_ms / 1000
+            )
             plans = build_plans(result, snapshot, self.replica, owned)
-            self.sched_metrics.session(elapsed_ms, session_outcome(result, snapshot, owned))
+            self.sched_metrics.session(elapsed_ms, cpu_s, session_outcome(result, snapshot, owned))
             # Assumed before they are sent, so the log's answer (possibly quick) always finds them.
             for plan in plans:
                 view.assume(plan)
@@ -242,3 +257,10 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 self.state.view.forget(plan_id)
                 del self._assumed_at[plan_id]
                 self.sched_metrics.plans_expired.inc()
+
+
+def _timed_session(*args: Any, **kwargs: Any) -> tuple[SessionResult, float]:
+    """run_session, and the CPU seconds its thread spent on it."""
+    started = time.thread_time()
+    result = run_session(*args, **kwargs)
+    return result, time.thread_time() - started

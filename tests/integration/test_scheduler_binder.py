@@ -268,6 +268,8 @@ async def test_replicas_share_the_podgroups_and_place_each_gang_once(
     for replica in replicas:
         assert replica.sched_metrics.plans_published.labels().value > 0
         assert replica.sched_metrics.owned_podgroups.labels().value > 0
+        assert replica.sched_metrics.sessions.labels().value == replica.health()["sessions"]
+        assert replica.sched_metrics.session_cpu.labels().value > 0
     assert binder.binder_metrics.rejected.labels("already_bound").value == 0
     # The job's trace runs from its events through the plan to the binder's PodBound.
     assert {e.env.traceparent.split("-")[1] for e in bound if e.env.traceparent} == {TRACE_ID}

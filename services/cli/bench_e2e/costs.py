@@ -14,6 +14,11 @@ _COUNTERS = {
     "written": "lahar_runner_outputs_published_total",
     "read_model_writes": "lahar_read_model_writes_total",
 }
+# a scheduler replica's sessions: how many, and their CPU (reported per round, not per pod)
+_SESSION_COUNTERS = {
+    "sessions": "lahar_scheduler_sessions_total",
+    "session_cpu_s": "lahar_scheduler_session_cpu_seconds_total",
+}
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 
 
@@ -30,6 +35,9 @@ def scrape(port: int) -> dict[str, float]:
         match = _SAMPLE.match(line)
         if match is None:
             continue
+        for what, name in _SESSION_COUNTERS.items():
+            if match["name"] == name:
+                totals[what] = totals.get(what, 0.0) + float(match["value"])
         labels = match["labels"] or ""
         for what, name in _COUNTERS.items():
             if match["name"] != name:
@@ -50,8 +58,26 @@ def per_pod(
     for service, totals in after.items():
         start = before.get(service, {})
         grown = {
-            what: round((value - start.get(what, 0.0)) / max(pods, 1), 2) for what, value in totals.items()
+            what: round((value - start.get(what, 0.0)) / max(pods, 1), 2)
+            for what, value in totals.items()
+            if what in _COUNTERS
         }
         if any(grown.values()):
             costs[service] = grown
     return costs
+
+
+def sessions(
+    before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float]]:
+    """Per scheduler replica, the sessions it ran over the round and their CPU seconds."""
+    grown: dict[str, dict[str, float]] = {}
+    for service, totals in after.items():
+        if "sessions" not in totals:
+            continue
+        start = before.get(service, {})
+        grown[service] = {
+            "sessions": round(totals["sessions"] - start.get("sessions", 0.0)),
+            "session_cpu_s": round(totals["session_cpu_s"] - start.get("session_cpu_s", 0.0), 2),
+        }
+    return grown

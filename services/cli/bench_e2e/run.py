@@ -157,6 +157,7 @@ async def _run_round(
     if failed:
         figures["jobs_not_completed"] = failed[:20]
     figures["per_pod"] = costs.per_pod(counters_before, counters_after, len(round_.bound))
+    figures["sessions"] = costs.sessions(counters_before, counters_after)
     figures["cpu_s"] = {
         name: round(after - before, 2)
         for name, after in cpu_after.items()
@@ -188,11 +189,12 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
         "rounds": spec.rounds,
         "arrival_rate": spec.arrival_rate,
         "ready_s": round(ready_s, 2),
-        **{k: v for k, v in first.items() if k not in ("round", "cpu_s", "per_pod")},
+        **{k: v for k, v in first.items() if k not in ("round", "cpu_s", "per_pod", "sessions")},
         "raw_publish_per_s": round(raw, 1),
         "raw_publish_before_after": [round(raw_before, 1), round(raw_after, 1)],
         "cpu_s": first["cpu_s"],
         "per_pod": first["per_pod"],
+        "sessions": first["sessions"],
         "peak_rss_mb": {
             name: round(rss, 1)
             for name, pid in stack.pids().items()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.cli.bench_e2e.costs import per_pod
+from services.cli.bench_e2e.costs import per_pod, sessions
 from services.cli.bench_e2e.figures import RoundTimes, medians, percentile, round_figures
 from services.cli.bench_e2e.workload import arrival_offsets, bench_jobs
 
@@ -45,6 +45,19 @@ def test_per_pod_costs_are_what_grew_over_the_round() -> None:
     before = {"binder": {"decoded": 100.0, "written": 10.0}, "admission": {"decoded": 5.0}}
     after = {"binder": {"decoded": 500.0, "written": 210.0}, "admission": {"decoded": 5.0}}
     assert per_pod(before, after, 100) == {"binder": {"decoded": 4.0, "written": 2.0}}
+
+
+def test_session_figures_are_per_replica_and_leave_the_per_pod_costs() -> None:
+    before = {
+        "scheduler-0": {"decoded": 10.0, "sessions": 4.0, "session_cpu_s": 1.5},
+        "binder": {"decoded": 1.0},
+    }
+    after = {
+        "scheduler-0": {"decoded": 210.0, "sessions": 10.0, "session_cpu_s": 2.25},
+        "binder": {"decoded": 1.0},
+    }
+    assert sessions(before, after) == {"scheduler-0": {"sessions": 6, "session_cpu_s": 0.75}}
+    assert per_pod(before, after, 100) == {"scheduler-0": {"decoded": 2.0}}
 
 
 def test_medians_of_runs_per_figure_and_per_service() -> None:
