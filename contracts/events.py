@@ -11,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import msgspec
+
+from contracts import payloads
+
 ADMISSION = "admission"
 JOB_CONTROLLER = "job-controller"
 QUEUE_CONTROLLER = "queue-controller"
@@ -19,16 +23,25 @@ BINDER = "binder"
 NODE_AGENT = "node-agent"
 DESCHEDULER = "descheduler"
 
-SCHEMA_VERSION = 1
-
 
 @dataclass(frozen=True, slots=True)
 class EventType:
     name: str
     subject_kind: str  # job | podgroup | pod | queue | node | priorityclass | hypernode | command | rejection
     writer: str
-    payload: tuple[str, ...]  # required payload keys
+    payload_class: type[payloads.Payload]  # what the payload holds (contracts/payloads.py)
     summary: str
+    # the payload's schema version; events of older versions are upcast on reading (contracts/upcasters.py)
+    version: int = 1
+
+    @property
+    def payload(self) -> tuple[str, ...]:
+        """The payload's required fields."""
+        return payload_fields(self.payload_class, required=True)
+
+
+def payload_fields(cls: type[payloads.Payload], *, required: bool = False) -> tuple[str, ...]:
+    return tuple(f.encode_name for f in msgspec.structs.fields(cls) if not required or f.required)
 
 
 def _types(*items: EventType) -> Mapping[str, EventType]:
@@ -37,94 +50,141 @@ def _types(*items: EventType) -> Mapping[str, EventType]:
 
 EVENT_TYPES: Mapping[str, EventType] = _types(
     # admission: accepted specs (payload "object" is contracts.codec.encode_object of the defaulted object)
-    EventType("JobSubmitted", "job", ADMISSION, ("object",), "a Job was accepted and defaulted"),
-    EventType("JobUpdated", "job", ADMISSION, ("object",), "a Job's mutable fields changed"),
-    EventType("JobDeleted", "job", ADMISSION, (), "a Job was deleted; its pods and PodGroup follow"),
+    EventType("JobSubmitted", "job", ADMISSION, payloads.JobSubmitted, "a Job was accepted and defaulted"),
+    EventType("JobUpdated", "job", ADMISSION, payloads.JobUpdated, "a Job's mutable fields changed"),
+    EventType(
+        "JobDeleted", "job", ADMISSION, payloads.Empty, "a Job was deleted; its pods and PodGroup follow"
+    ),
     EventType(
         "JobSecretCreated",
         "job",
         ADMISSION,
-        ("name", "uid", "data"),
+        payloads.JobSecretCreated,
         "a Job's generated secret (the ssh plugin's key pair), written with its JobSubmitted",
     ),
     EventType(
         "PodSubmitted",
         "pod",
         ADMISSION,
-        ("object", "podgroup"),
+        payloads.PodSubmitted,
         "a plain Pod (no Job) was accepted; `podgroup` is the PodGroup it gets of its own, or None",
     ),
-    EventType("PodWithdrawn", "pod", ADMISSION, (), "a plain Pod was deleted; it is stopped and forgotten"),
-    EventType("PodGroupSubmitted", "podgroup", ADMISSION, ("object",), "a user's PodGroup was accepted"),
     EventType(
-        "PodGroupWithdrawn", "podgroup", ADMISSION, (), "a user's PodGroup was deleted (its pods stay)"
+        "PodWithdrawn",
+        "pod",
+        ADMISSION,
+        payloads.Empty,
+        "a plain Pod was deleted; it is stopped and forgotten",
     ),
-    EventType("QueueApplied", "queue", ADMISSION, ("object",), "a Queue was created or its spec changed"),
-    EventType("QueueDeleted", "queue", ADMISSION, (), "a Queue was deleted"),
-    EventType("PriorityClassApplied", "priorityclass", ADMISSION, ("object",), "a PriorityClass was applied"),
-    EventType("PriorityClassDeleted", "priorityclass", ADMISSION, (), "a PriorityClass was deleted"),
-    EventType("HyperNodeApplied", "hypernode", ADMISSION, ("object",), "a HyperNode was applied"),
-    EventType("HyperNodeDeleted", "hypernode", ADMISSION, (), "a HyperNode was deleted"),
+    EventType(
+        "PodGroupSubmitted",
+        "podgroup",
+        ADMISSION,
+        payloads.PodGroupSubmitted,
+        "a user's PodGroup was accepted",
+    ),
+    EventType(
+        "PodGroupWithdrawn",
+        "podgroup",
+        ADMISSION,
+        payloads.Empty,
+        "a user's PodGroup was deleted (its pods stay)",
+    ),
+    EventType(
+        "QueueApplied", "queue", ADMISSION, payloads.QueueApplied, "a Queue was created or its spec changed"
+    ),
+    EventType("QueueDeleted", "queue", ADMISSION, payloads.Empty, "a Queue was deleted"),
+    EventType(
+        "PriorityClassApplied",
+        "priorityclass",
+        ADMISSION,
+        payloads.PriorityClassApplied,
+        "a PriorityClass was applied",
+    ),
+    EventType(
+        "PriorityClassDeleted", "priorityclass", ADMISSION, payloads.Empty, "a PriorityClass was deleted"
+    ),
+    EventType(
+        "HyperNodeApplied", "hypernode", ADMISSION, payloads.HyperNodeApplied, "a HyperNode was applied"
+    ),
+    EventType("HyperNodeDeleted", "hypernode", ADMISSION, payloads.Empty, "a HyperNode was deleted"),
     EventType(
         "CommandIssued",
         "command",
         ADMISSION,
-        ("action", "target_kind", "target"),
+        payloads.CommandIssued,
         "a bus.volcano.sh Command (suspend, resume, open, close, ...) was accepted",
     ),
     EventType(
         "ManifestRejected",
         "rejection",
         ADMISSION,
-        ("errors", "source"),
+        payloads.ManifestRejected,
         "a manifest published on the intake stream was invalid; every error is listed",
     ),
     # job-controller: what a Job (or a plain Pod or PodGroup) becomes
-    EventType("PodGroupCreated", "podgroup", JOB_CONTROLLER, ("object",), "a PodGroup was created"),
-    EventType("PodGroupDeleted", "podgroup", JOB_CONTROLLER, (), "a PodGroup was removed"),
-    EventType("PodCreated", "pod", JOB_CONTROLLER, ("object",), "a pod was created (pending)"),
     EventType(
-        "PodDeletionRequested", "pod", JOB_CONTROLLER, ("reason",), "a pod is to be stopped and removed"
+        "PodGroupCreated", "podgroup", JOB_CONTROLLER, payloads.PodGroupCreated, "a PodGroup was created"
+    ),
+    EventType("PodGroupDeleted", "podgroup", JOB_CONTROLLER, payloads.Empty, "a PodGroup was removed"),
+    EventType("PodCreated", "pod", JOB_CONTROLLER, payloads.PodCreated, "a pod was created (pending)"),
+    EventType(
+        "PodDeletionRequested",
+        "pod",
+        JOB_CONTROLLER,
+        payloads.PodDeletionRequested,
+        "a pod is to be stopped and removed",
     ),
     EventType(
         "JobStatusChanged",
         "job",
         JOB_CONTROLLER,
-        ("phase", "counts"),
-        "a Job's phase or pod counts changed",
+        payloads.JobStatusChanged,
+        "a Job's lifecycle moved (phase, retries, restarts); pod counts as they stood then",
+        version=2,
     ),
-    EventType("JobCleanedUp", "job", JOB_CONTROLLER, (), "a finished Job's TTL ran out; it is deleted"),
+    EventType(
+        "JobCleanedUp",
+        "job",
+        JOB_CONTROLLER,
+        payloads.JobCleanedUp,
+        "a finished Job's TTL ran out; it is deleted",
+    ),
     # queue-controller
     EventType(
-        "QueueStateChanged", "queue", QUEUE_CONTROLLER, ("state",), "Open / Closing / Closed / Unknown"
+        "QueueStateChanged",
+        "queue",
+        QUEUE_CONTROLLER,
+        payloads.QueueStateChanged,
+        "Open / Closing / Closed / Unknown",
     ),
     # binder: the single committer of placements (plans come from schedulers and the descheduler)
-    EventType("PodBound", "pod", BINDER, ("node", "plan"), "a pod was placed on a node"),
-    EventType(
-        "PodEvicting", "pod", BINDER, ("node", "reason", "plan"), "a pod is to be evicted from its node"
-    ),
+    EventType("PodBound", "pod", BINDER, payloads.PodBound, "a pod was placed on a node"),
+    EventType("PodEvicting", "pod", BINDER, payloads.PodEvicting, "a pod is to be evicted from its node"),
     EventType(
         "PodGroupStatusChanged",
         "podgroup",
         BINDER,
-        ("phase", "conditions"),
+        payloads.PodGroupStatusChanged,
         "a PodGroup's scheduling phase or conditions changed (computed by its scheduler, committed here)",
     ),
-    EventType(
-        "PlanRejected", "podgroup", BINDER, ("reason", "checked_seq", "plan"), "a plan did not fit the ledger"
-    ),
-    EventType("NodeNotReady", "node", BINDER, ("last_heartbeat",), "a node's heartbeats stopped"),
-    EventType("NodeReady", "node", BINDER, (), "a node's heartbeats resumed"),
-    EventType("PodLost", "pod", BINDER, ("node", "reason"), "a pod's node was lost (reason NodeLost)"),
+    EventType("PlanRejected", "podgroup", BINDER, payloads.PlanRejected, "a plan did not fit the ledger"),
+    EventType("NodeNotReady", "node", BINDER, payloads.NodeNotReady, "a node's heartbeats stopped"),
+    EventType("NodeReady", "node", BINDER, payloads.Empty, "a node's heartbeats resumed"),
+    EventType("PodLost", "pod", BINDER, payloads.PodLost, "a pod's node was lost (reason NodeLost)"),
     # node agent
     EventType(
-        "NodeRegistered", "node", NODE_AGENT, ("object",), "a node joined with its allocatable resources"
+        "NodeRegistered",
+        "node",
+        NODE_AGENT,
+        payloads.NodeRegistered,
+        "a node joined with its allocatable resources",
     ),
-    EventType("PodRunning", "pod", NODE_AGENT, ("node",), "a pod's containers started"),
-    EventType("PodSucceeded", "pod", NODE_AGENT, ("node", "exit_code"), "a pod's containers exited 0"),
-    EventType("PodFailed", "pod", NODE_AGENT, ("node", "exit_code", "reason"), "a pod's containers failed"),
+    EventType("PodRunning", "pod", NODE_AGENT, payloads.PodRunning, "a pod's containers started"),
+    EventType("PodSucceeded", "pod", NODE_AGENT, payloads.PodSucceeded, "a pod's containers exited 0"),
+    EventType("PodFailed", "pod", NODE_AGENT, payloads.PodFailed, "a pod's containers failed"),
     EventType(
-        "PodTerminated", "pod", NODE_AGENT, ("node", "reason"), "a pod was stopped (evicted or deleted)"
+        "PodTerminated", "pod", NODE_AGENT, payloads.PodTerminated, "a pod was stopped (evicted or deleted)"
     ),
 )
 

@@ -12,7 +12,13 @@ from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from contracts.events import EVENT_TYPES
+from contracts.payloads import Payload, Uncatalogued
+from contracts.typed_events import decode_payload
+
 S = TypeVar("S")
+P = TypeVar("P", bound=Payload)
+_UNCATALOGUED = Uncatalogued()
 # What a core reconciles one at a time (a job, a node, a queue): its own choice of hashable key.
 Key = Hashable
 
@@ -33,7 +39,14 @@ def deterministic_id(service: str, event_type: str, *key: object) -> str:
 @dataclass(frozen=True, slots=True)
 class Event:
     """One event of the log as a core sees it: the envelope's fields, where it sits (seq) and whom it is
-    about (kind, namespace, name: the subject's object; namespace None for cluster-scoped objects)."""
+    about (kind, namespace, name: the subject's object; namespace None for cluster-scoped objects).
+
+    `data` is the payload as its typed class (contracts/payloads.py), decoded and checked when the event
+    is made, upcast from the schema `version` it was written at (0: the current one); a payload that
+    is not what its type promises raises PayloadError here, so no core ever sees it. Cores read `data`
+    (see `payload_as`); `payload` is the plain form as written. An event type the catalogue does not
+    list gets `Uncatalogued` (see there).
+    """
 
     seq: int
     type: str
@@ -47,6 +60,24 @@ class Event:
     causation_id: str | None = None
     traceparent: str | None = None
     producer: str = ""
+    version: int = 0
+    data: Payload = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        catalogued = EVENT_TYPES.get(self.type)
+        if catalogued is None:
+            object.__setattr__(self, "data", _UNCATALOGUED)
+            return
+        data = decode_payload(self.type, self.version or catalogued.version, self.payload)
+        object.__setattr__(self, "data", data)
+
+    def payload_as(self, cls: type[P]) -> P:
+        """The typed payload, as the class its type has (a TypeError names a handler given the wrong
+        event type: a bug, not bad input)."""
+        data = self.data
+        if data.__class__ is not cls and not isinstance(data, cls):
+            raise TypeError(f"{self.type} carries a {type(data).__name__}, not a {cls.__name__}")
+        return data  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +98,7 @@ class Output:
     name: str
     id: str
     correlation_id: str
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: Payload | Mapping[str, Any] = field(default_factory=dict)
     causation_id: str | None = None
     expected_last_subject_seq: int | None = None
     batch: str | None = None

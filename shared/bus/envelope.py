@@ -14,6 +14,10 @@ from typing import Any, Self
 
 import msgpack
 
+from contracts.events import EVENT_TYPES
+from contracts.payloads import Payload, PayloadError
+from contracts.typed_events import decode_payload, encode_payload
+
 # Fixed namespace for ids derived from a cause (uuid5): the same cause and index always yield the same id,
 # so a decision that is replayed or retried publishes with the same Nats-Msg-Id and is deduplicated.
 _DERIVED_ID_NAMESPACE = uuid.UUID("3f6f1c1e-9a47-4c61-9d0e-6c2f4b8f0a51")
@@ -73,22 +77,32 @@ class Envelope:
         time: float,
         producer: str,
         correlation_id: str,
-        payload: Mapping[str, Any] | None = None,
+        payload: Payload | Mapping[str, Any] | None = None,
         id: str | None = None,
-        schema_version: int = 1,
+        schema_version: int | None = None,
         causation_id: str | None = None,
         traceparent: str | None = None,
         tracestate: str | None = None,
     ) -> Self:
-        """Build an envelope, drawing a random id when none is given."""
+        """Build an envelope, drawing a random id when none is given. A catalogued event type is written
+        at its current schema version, and its payload (typed, or plain) must be what the type promises:
+        a writer's bug is refused here rather than appended for every consumer to trip over."""
+        plain = encode_payload(payload) if payload is not None else {}
+        catalogued = EVENT_TYPES.get(type)
+        if catalogued is not None:
+            schema_version = schema_version or catalogued.version
+            try:
+                decode_payload(type, schema_version, plain)
+            except PayloadError as exc:
+                raise EnvelopeError(str(exc)) from None
         return cls(
             type=type,
             id=id if id is not None else new_event_id(),
             time=float(time),
             producer=producer,
             correlation_id=correlation_id,
-            payload=dict(payload or {}),
-            schema_version=schema_version,
+            payload=plain,
+            schema_version=schema_version or 1,
             causation_id=causation_id,
             traceparent=traceparent,
             tracestate=tracestate,

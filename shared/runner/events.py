@@ -27,6 +27,7 @@ def to_event(seq: int, ref: EventSubject, env: Envelope) -> Event:
         causation_id=env.causation_id,
         traceparent=env.traceparent,
         producer=ref.producer,
+        version=env.schema_version,
     )
 
 

@@ -17,7 +17,9 @@ class RunnerMetrics:
             "lahar_runner_events_applied_total", "Events folded into the state", ("service", "phase")
         )
         self.events_skipped = registry.counter(
-            "lahar_runner_events_skipped_total", "Log records that are not events (skipped)", ("service",)
+            "lahar_runner_events_skipped_total",
+            "Log records set aside, never applied: not an event, or a payload its type does not allow",
+            ("service", "reason"),
         )
         self.last_applied_seq = registry.gauge(
             "lahar_runner_last_applied_seq", "Sequence of the last event applied", ("service",)

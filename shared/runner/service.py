@@ -21,6 +21,7 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
 
+from contracts.payloads import PayloadError
 from shared.bus.envelope import EnvelopeError
 from shared.bus.jetstream import Bus
 from shared.bus.records import StreamRecord
@@ -339,14 +340,21 @@ class EventSourcedService(Service, Generic[S]):
                 self.seq = record.seq  # not a type this core folds: skipped before decoding it
                 return
             env = record.envelope()
+            event = to_event(record.seq, ref, env)
+        except PayloadError as exc:
+            # An event whose payload is not what its type promises (a forged event, or a writer's bug):
+            # it is set aside, never applied, so no core sees a field it cannot trust.
+            log.error("skipping an event with an invalid payload", seq=record.seq, error=str(exc))
+            self.metrics.events_skipped.labels(self.name, "invalid_payload").inc()
+            self.seq = record.seq
+            return
         except (EnvelopeError, ValueError) as exc:
             # Not an event (a bug of some writer): nothing can be folded from it, and stopping here
             # would stall the service forever.
             log.error("skipping a log record that is not an event", seq=record.seq, error=str(exc))
-            self.metrics.events_skipped.labels(self.name).inc()
+            self.metrics.events_skipped.labels(self.name, "not_an_event").inc()
             self.seq = record.seq
             return
-        event = to_event(record.seq, ref, env)
         if live and self.publisher.records:
             with self.tracer.start_as_current_span(
                 f"apply {env.type}",

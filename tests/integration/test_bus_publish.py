@@ -18,6 +18,8 @@ PODS = [subjects.event_subject("pod", "default", f"train-{i}", "PodEvent", "test
 
 
 def event(kind: str = "JobCreated", n: int = 0) -> Envelope:
+    # Test-only event types (not in contracts/events.py): the bus stores any envelope; what a payload of
+    # a catalogued type must hold is checked by Envelope.create and tested with the contracts.
     return Envelope.create(
         kind, time=1_700_000_000.0 + n, producer="tests", correlation_id="default/train", payload={"n": n}
     )
@@ -58,10 +60,10 @@ async def test_retried_publish_is_deduplicated(events_bus: Bus) -> None:
 
 async def test_expected_sequence_conflict_reports_the_actual_sequence(events_bus: Bus) -> None:
     created = await events_bus.publish(event(n=0), JOB, expected_last_subject_seq=0)
-    await events_bus.publish(event("PodCreated", 1), PODS[0])  # other subjects do not interfere
-    updated = await events_bus.publish(event("JobUpdated", 2), JOB, expected_last_subject_seq=created.seq)
+    await events_bus.publish(event("PodTouched", 1), PODS[0])  # other subjects do not interfere
+    updated = await events_bus.publish(event("JobRevised", 2), JOB, expected_last_subject_seq=created.seq)
     with pytest.raises(ConcurrencyConflict) as lost:
-        await events_bus.publish(event("JobUpdated", 3), JOB, expected_last_subject_seq=created.seq)
+        await events_bus.publish(event("JobRevised", 3), JOB, expected_last_subject_seq=created.seq)
     assert (lost.value.subject, lost.value.expected, lost.value.actual) == (JOB, created.seq, updated.seq)
     assert await events_bus.last_subject_seq(JOB) == updated.seq
 
@@ -74,16 +76,16 @@ async def test_a_guard_compares_one_producers_events_about_an_object(events_bus:
     updated = subjects.event_subject("job", "default", "train", "JobUpdated", "admission")
     status = subjects.event_subject("job", "default", "train", "JobStatusChanged", "job-controller")
     first = await events_bus.publish(event(n=0), submitted, expected_last_subject_seq=0, guard=guard)
-    await events_bus.publish(event("JobStatusChanged", 1), status)
+    await events_bus.publish(event("JobNoted", 1), status)
     second = await events_bus.publish(
-        event("JobUpdated", 2), updated, expected_last_subject_seq=first.seq, guard=guard
+        event("JobRevised", 2), updated, expected_last_subject_seq=first.seq, guard=guard
     )
     with pytest.raises(ConcurrencyConflict) as lost:
         await events_bus.publish(
-            event("JobUpdated", 3), updated, expected_last_subject_seq=first.seq, guard=guard
+            event("JobRevised", 3), updated, expected_last_subject_seq=first.seq, guard=guard
         )
     assert (lost.value.subject, lost.value.expected, lost.value.actual) == (guard, first.seq, second.seq)
-    batch = [BatchItem(event("JobUpdated", 4), updated, expected_last_subject_seq=first.seq, guard=guard)]
+    batch = [BatchItem(event("JobRevised", 4), updated, expected_last_subject_seq=first.seq, guard=guard)]
     with pytest.raises(ConcurrencyConflict):
         await events_bus.publish_batch(batch)
     assert await events_bus.last_subject_seq(guard) == second.seq
@@ -100,7 +102,7 @@ async def test_retried_compare_and_set_publish_is_not_a_conflict(events_bus: Bus
 
 async def test_atomic_batch_commits_contiguously_in_order(events_bus: Bus) -> None:
     await events_bus.publish(event(), JOB)
-    envs = [event("PodCreated", i) for i in range(3)]
+    envs = [event("PodTouched", i) for i in range(3)]
     ack = await events_bus.publish_batch(
         [
             BatchItem(env, subject, expected_last_subject_seq=0)
@@ -114,12 +116,12 @@ async def test_atomic_batch_commits_contiguously_in_order(events_bus: Bus) -> No
 
 
 async def test_atomic_batch_with_one_failing_check_stores_nothing(events_bus: Bus) -> None:
-    existing = await events_bus.publish(event("PodCreated"), PODS[1])
+    existing = await events_bus.publish(event("PodTouched"), PODS[1])
     before = await stored(events_bus)
     items = [
-        BatchItem(event("PodBound", 1), PODS[0], expected_last_subject_seq=0),
-        BatchItem(event("PodBound", 2), PODS[1], expected_last_subject_seq=0),  # stale: PODS[1] exists
-        BatchItem(event("PodBound", 3), PODS[2]),
+        BatchItem(event("PodPlaced", 1), PODS[0], expected_last_subject_seq=0),
+        BatchItem(event("PodPlaced", 2), PODS[1], expected_last_subject_seq=0),  # stale: PODS[1] exists
+        BatchItem(event("PodPlaced", 3), PODS[2]),
     ]
     with pytest.raises(ConcurrencyConflict) as conflict:
         await events_bus.publish_batch(items)
@@ -129,11 +131,11 @@ async def test_atomic_batch_with_one_failing_check_stores_nothing(events_bus: Bu
 
 
 async def test_repeated_batch_is_reported_as_duplicate_and_stores_nothing_twice(events_bus: Bus) -> None:
-    items = [BatchItem(event("PodBound", 1), PODS[0]), BatchItem(event("PodBound", 2), PODS[1])]
+    items = [BatchItem(event("PodPlaced", 1), PODS[0]), BatchItem(event("PodPlaced", 2), PODS[1])]
     ack = await events_bus.publish_batch(items)
     with pytest.raises(DuplicateBatch):
         await events_bus.publish_batch(items)
-    guarded = [BatchItem(event("PodBound", 3), PODS[2], expected_last_subject_seq=0)]
+    guarded = [BatchItem(event("PodPlaced", 3), PODS[2], expected_last_subject_seq=0)]
     await events_bus.publish_batch(guarded)
     with pytest.raises(DuplicateBatch):  # its expected sequence no longer holds, but only because of itself
         await events_bus.publish_batch(guarded)

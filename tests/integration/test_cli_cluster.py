@@ -306,6 +306,10 @@ async def test_wait_exits_0_when_reached_1_on_another_final_phase_2_on_timeout(c
     assert "timed out" in err
 
 
+def encoded_pod(name: str) -> dict[str, Any]:
+    return {"kind": "Pod", "object": {"meta": {"name": name, "namespace": "default"}}}
+
+
 async def test_events_shows_a_jobs_history_with_producers_and_causes(cli: Cli, bus: Bus) -> None:
     assert (await cli("apply", "-f", cli.file("job.yaml", QUEUE, JOB)))[0] == 0
     submitted = [r.envelope() async for r in bus.replay(EVENTS_STREAM)][1]
@@ -314,11 +318,17 @@ async def test_events_shows_a_jobs_history_with_producers_and_causes(cli: Cli, b
         time=submitted.time + 1,
         producer="job-controller",
         correlation_id="default/train",
-        payload={"object": {}},
+        payload={"object": encoded_pod("train-worker-0")},
         causation_id=submitted.id,
     )
     await bus.publish(pod, event_subject("pod", "default", "train-worker-0", pod.type, pod.producer))
-    other = Envelope.create("PodCreated", time=1.0, producer="job-controller", correlation_id="default/x")
+    other = Envelope.create(
+        "PodCreated",
+        time=1.0,
+        producer="job-controller",
+        correlation_id="default/x",
+        payload={"object": encoded_pod("x-worker-0")},
+    )
     await bus.publish(other, event_subject("pod", "default", "x-worker-0", other.type, other.producer))
 
     history = await cli.json("events", "train", "-o", "json")

@@ -7,6 +7,7 @@ import collections
 import contextlib
 import itertools
 import signal
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
@@ -214,6 +215,30 @@ async def test_run_until_idle_waits_for_the_outputs_and_times_out_when_work_neve
     with pytest.raises(TimeoutError):
         await service.run_until_idle(1.0)
     assert sum(service.state.echoes.values()) > 4
+
+
+async def test_an_event_whose_payload_its_type_does_not_allow_is_skipped_and_the_service_goes_on(
+    bus: Bus, make: Make
+) -> None:
+    await ping(bus, "before")
+    # Forged past Envelope.create's check, as a producer in another language could: a PodBound without
+    # its node, and with a plan that is not a string.
+    forged = Envelope(
+        type="PodBound",
+        id=str(uuid.uuid4()),
+        time=1.0,
+        producer="binder",
+        correlation_id="x",
+        payload={"plan": 7},
+    )
+    forged_seq = (await bus.publish(forged, event_subject("pod", "default", "x", "PodBound", "binder"))).seq
+    await ping(bus, "after")
+    service = make()
+    await service.run_until_idle(15)
+    assert forged_seq not in service.state.applied and service.seq >= forged_seq
+    assert service.state.echoes == {p: 1 for p in service.state.pings} and len(service.state.pings) == 2
+    assert service.metrics.events_skipped.labels("toy", "invalid_payload").value == 1
+    assert service.metrics.events_skipped.labels("toy", "not_an_event").value == 0
 
 
 async def test_a_batch_of_outputs_lands_atomically_or_not_at_all(

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from contracts import payloads
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
+from contracts.typed_events import encode_payload
 from shared.runner_types import Event
 
 # the event that introduces an object of each kind into the log
@@ -49,3 +51,21 @@ class EventLog:
 
     def created(self, obj: Any, *, at: float | None = None) -> Event:
         return self.event(CREATED[obj.kind], obj.meta.key, {"object": encode_object(obj)}, at=at)
+
+
+def job_status(phase: str, **fields: Any) -> dict[str, Any]:
+    """A JobStatusChanged payload in the phase (the job's first lifecycle, pods counted as none)."""
+    status = payloads.JobStatusChanged(
+        phase=phase,
+        counts=fields.pop("counts", {}),
+        task_status_count=fields.pop("task_status_count", {}),
+        min_available=fields.pop("min_available", 0),
+        retry_count=fields.pop("retry_count", 0),
+        version=fields.pop("version", 0),
+        restart=fields.pop("restart", ()),
+        handled=fields.pop("handled", ()),
+        last_transition_time=fields.pop("last_transition_time", None),
+        conditions=fields.pop("conditions", ()),
+    )
+    assert not fields, f"not JobStatusChanged fields: {sorted(fields)}"
+    return encode_payload(status)

@@ -1,5 +1,6 @@
 """The event catalogue's invariants: every event type has exactly one writer, every writer is a known
-service, payload keys are identifiers (they become MessagePack keys and JSON Schema properties)."""
+service, payload fields are identifiers (they become MessagePack keys and JSON Schema properties), and
+every older schema version of a type has an upcaster."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from collections.abc import Mapping
 
 import pytest
 
-from contracts import events
-from contracts.events import EVENT_TYPES, EventType, event_types_written_by, writer_of
+from contracts import events, payloads
+from contracts.events import EVENT_TYPES, EventType, event_types_written_by, payload_fields, writer_of
+from contracts.upcasters import UPCASTERS
 
 SERVICES = frozenset(
     {
@@ -51,11 +53,12 @@ def catalogue_problems(catalogue: Mapping[str, EventType], declared: Counter[str
             problems.append(f"{name}: catalogued under another name ({event_type.name})")
         if event_type.writer not in SERVICES:
             problems.append(f"{name}: writer {event_type.writer!r} is not a service")
-        if len(set(event_type.payload)) != len(event_type.payload):
-            problems.append(f"{name}: repeats a payload key")
-        for key in event_type.payload:
+        for key in payload_fields(event_type.payload_class):
             if not key.isidentifier() or keyword.iskeyword(key) or key != key.lower():
                 problems.append(f"{name}: payload key {key!r} is not a snake_case identifier")
+        missing = [v for v in range(1, event_type.version) if (name, v) not in UPCASTERS]
+        if missing:
+            problems.append(f"{name}: no upcaster from version {', '.join(map(str, missing))}")
     return problems
 
 
@@ -72,7 +75,11 @@ def test_writer_lookups_agree_with_the_catalogue(name: str) -> None:
     assert [s for s in sorted(SERVICES) if name in event_types_written_by(s)] == [writer]
 
 
-BOUND = EventType("PodBound", "pod", events.BINDER, ("node", "plan"), "")
+class _NodeNamed(payloads.Payload, frozen=True, kw_only=True, rename={"node_name": "node-name"}):
+    node_name: str
+
+
+BOUND = EventType("PodBound", "pod", events.BINDER, payloads.PodBound, "")
 
 
 @pytest.mark.parametrize(
@@ -81,19 +88,19 @@ BOUND = EventType("PodBound", "pod", events.BINDER, ("node", "plan"), "")
         ({"PodBound": BOUND}, 'EventType("PodBound")', None),
         ({"PodBound": BOUND}, 'EventType("PodBound")\nEventType("PodBound")', "PodBound: declared 2 times"),
         (
-            {"PodBound": EventType("PodBound", "pod", "kubelet", ("node",), "")},
+            {"PodBound": EventType("PodBound", "pod", "kubelet", payloads.PodBound, "")},
             'EventType("PodBound")',
             "PodBound: writer 'kubelet' is not a service",
         ),
         (
-            {"PodBound": EventType("PodBound", "pod", events.BINDER, ("node-name",), "")},
+            {"PodBound": EventType("PodBound", "pod", events.BINDER, _NodeNamed, "")},
             'EventType("PodBound")',
             "PodBound: payload key 'node-name' is not a snake_case identifier",
         ),
         (
-            {"PodBound": EventType("PodBound", "pod", events.BINDER, ("node", "node"), "")},
+            {"PodBound": EventType("PodBound", "pod", events.BINDER, payloads.PodBound, "", version=3)},
             'EventType("PodBound")',
-            "PodBound: repeats a payload key",
+            "PodBound: no upcaster from version 1, 2",
         ),
         (
             {"PodPlaced": BOUND},

@@ -17,6 +17,7 @@ from e2e.log_invariants import (
     overcommit_violations,
     summary,
 )
+from support.events import job_status
 
 from contracts.codec import encode_object
 from contracts.objects import Container, Node, ObjectMeta, Pod, PodSpec
@@ -75,10 +76,10 @@ class Log:
         return self.add(type_, "pod", pod, payload, cause=bind.id if bind else None)
 
     def job(self, name: str, request: str = "r1") -> Event:
-        return self.add("JobSubmitted", "job", name, {"object": {}}, cause=request)
+        return self.add("JobSubmitted", "job", name, {"object": {"kind": "Job", "object": {}}}, cause=request)
 
     def status(self, name: str, phase: str) -> Event:
-        return self.add("JobStatusChanged", "job", name, {"phase": phase, "counts": {}})
+        return self.add("JobStatusChanged", "job", name, job_status(phase))
 
 
 def healthy() -> Log:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from admission_manifests import job_doc, parse, queue_doc, task
+from support.events import job_status
 
 from contracts.codec import encode_object
 from contracts.objects import ApiObject, Command, ObjectMeta, OwnerReference
@@ -18,9 +19,9 @@ CORE = AdmissionViewCore()
 
 
 def event(
-    seq: int, type: str, kind: str, name: str, namespace: str | None = None, by: str = "", **payload: Any
+    seq: int, type: str, kind: str, subject: str, namespace: str | None = None, by: str = "", **payload: Any
 ) -> Event:
-    return Event(seq, type, kind, namespace, name, payload, f"id-{seq}", 1.0, "corr", producer=by)
+    return Event(seq, type, kind, namespace, subject, payload, f"id-{seq}", 1.0, "corr", producer=by)
 
 
 def applied(seq: int, obj: ApiObject, type: str) -> Event:
@@ -74,14 +75,18 @@ TRAIN = parse(job_doc())
             (
                 event(1, "PodCreated", "pod", "a", "default", object=pod("a", "research")),
                 event(2, "PodCreated", "pod", "b", "default", object=pod("b", "research")),
-                event(3, "PodBound", "pod", "a", "default", node="n1"),
+                event(3, "PodBound", "pod", "a", "default", node="n1", plan="p1"),
                 event(4, "PodRunning", "pod", "b", "default", node="n1"),
                 event(5, "PodSucceeded", "pod", "b", "default", node="n1"),
             ),
             lambda c: c.allocated_pods("research") == 1,
         ),
-        # another writer's undecodable payload is skipped, not fatal
-        ((event(1, "JobSubmitted", "job", "x", "default", object={"kind": "Nope"}),), lambda c: not c.jobs),
+        # another writer's undecodable object is skipped, not fatal (a payload of the wrong shape never
+        # reaches the core: Event refuses it)
+        (
+            (event(1, "JobSubmitted", "job", "x", "default", object={"kind": "Job", "object": {"meta": 5}}),),
+            lambda c: not c.jobs,
+        ),
     ],
 )
 def test_fold_builds_the_context(events: tuple[Event, ...], check: Any) -> None:
@@ -90,12 +95,17 @@ def test_fold_builds_the_context(events: tuple[Event, ...], check: Any) -> None:
     assert view.seq == (events[-1].seq if events else 0)
 
 
+SECRET = {"name": "train-ssh", "uid": "u", "data": {}}  # JobSecretCreated's payload
+
+
 def test_subject_sequences_track_admissions_own_writes_per_object() -> None:
     view = folded(
         applied(1, TRAIN, "JobSubmitted"),
-        event(2, "JobStatusChanged", "job", "train", "default", "job-controller", phase="Running", counts={}),
-        event(3, "JobSecretCreated", "job", "train", "default", "admission", uid="u", data={}),
-        event(4, "JobStatusChanged", "job", "train", "default", "job-controller", phase="Running", counts={}),
+        event(2, "JobStatusChanged", "job", "train", "default", "job-controller", **job_status("Running")),
+        event(
+            3, "JobSecretCreated", "job", "train", "default", "admission", name="train-ssh", uid="u", data={}
+        ),
+        event(4, "JobStatusChanged", "job", "train", "default", "job-controller", **job_status("Running")),
         event(5, "PodCreated", "pod", "a", "default", "job-controller", object=pod("a", "default")),
     )
     # a compare-and-set covers admission's own events about the object (its guard subject), so the
@@ -109,7 +119,7 @@ def test_checkpoints_round_trip() -> None:
         applied(1, RESEARCH, "QueueApplied"),
         applied(2, TRAIN, "JobSubmitted"),
         event(3, "PodCreated", "pod", "a", "default", object=pod("a", "research")),
-        event(4, "PodBound", "pod", "a", "default", node="n1"),
+        event(4, "PodBound", "pod", "a", "default", node="n1", plan="p1"),
     )
     loaded = CORE.load(CORE.dump(view))
     assert loaded.context() == view.context() and loaded.subjects == view.subjects and loaded.seq == 4
@@ -171,7 +181,7 @@ def test_pods_are_forgotten_once_they_can_no_longer_allocate() -> None:
     view = folded(
         event(1, "PodCreated", "pod", "a", "default", object=pod("a", "q")),
         event(2, "PodCreated", "pod", "b", "default", object=pod("b", "q")),
-        event(3, "PodBound", "pod", "b", "default", node="n1"),
+        event(3, "PodBound", "pod", "b", "default", node="n1", plan="p1"),
         event(4, "PodDeletionRequested", "pod", "a", "default", reason="JobDeleted"),
         event(5, "PodDeletionRequested", "pod", "b", "default", reason="JobDeleted"),
     )

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import msgpack
 import pytest
 from support.core_log import CoreLog
+from support.events import job_status as job_status_payload
 
 from contracts import codec
 from contracts.objects import ObjectMeta, PodGroup, PodGroupStatus, Queue
@@ -280,7 +281,7 @@ def test_dump_load_round_trip() -> None:
 
 
 def job_status(log: Log, name: str, phase: str) -> Event:
-    return log.add("JobStatusChanged", "job", "team-a", name, {"phase": phase, "counts": {}})
+    return log.add("JobStatusChanged", "job", "team-a", name, job_status_payload(phase))
 
 
 @pytest.mark.parametrize("final", ["Completed", "Failed", "Terminated"])

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from support.builders import gang, hypernode, node, pod, priority_class, queue
+from support.events import job_status
 
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
@@ -110,8 +111,12 @@ def test_a_checkpoint_remembers_which_jobs_are_final() -> None:
     # says the Job is final again, so the checkpoint must
     state = fold(
         gang("g1", 2),
-        *[(t, f"default/g1-worker-{i}", {"node": "n1"}) for i in (0, 1) for t in ("PodBound", "PodFailed")],
-        ("JobStatusChanged", "default/g1", {"phase": "Failed", "counts": {}}),
+        *[
+            (t, f"default/g1-worker-{i}", {"node": "n1", "plan": "p1"})
+            for i in (0, 1)
+            for t in ("PodBound", "PodFailed")
+        ],
+        ("JobStatusChanged", "default/g1", job_status("Failed")),
     )
     assert state.view.final_jobs() == {"default/g1"}
     loaded = CORE.load(CORE.dump(state))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from support.builders import gang, node, pod, podgroup, queue
-from support.events import EventLog
+from support.events import EventLog, job_status
 
 from services.scheduler.core.conf import default_conf
 from services.scheduler.core.framework import build
@@ -95,7 +95,7 @@ def test_a_completed_gang_leaves_the_snapshot_and_stays_readable() -> None:
 def test_a_final_jobs_gang_that_a_session_will_mark_completed_stays_until_it_is() -> None:
     view, log = folded(node("n1"), *gang("g", 2, node_name="n1", phase="Running"))
     finish(view, log, "default/g-worker-0", "default/g-worker-1")
-    view.apply(log.event("JobStatusChanged", "default/g", {"phase": "Completed"}))
+    view.apply(log.event("JobStatusChanged", "default/g", job_status("Completed")))
     assert seen(view) == ({"g-worker-0", "g-worker-1"}, {"g"})
     assert run_session(view.snapshot()).podgroups["default/g"].phase == "Completed"
     view.apply(status(log, "default/g", "Completed"))
@@ -108,19 +108,20 @@ def test_a_short_gang_of_a_final_job_leaves_once_its_pods_stopped(phase: str) ->
     finish(view, log, "default/g-worker-0", phase="PodFailed")
     view.apply(log.event("PodDeletionRequested", "default/g-worker-1", {"reason": "JobFailed"}))
     view.apply(log.event("PodTerminated", "default/g-worker-2", {"node": "n1", "reason": "Killed"}))
-    view.apply(log.event("JobStatusChanged", "default/g", {"phase": phase}))
+    view.apply(log.event("JobStatusChanged", "default/g", job_status(phase)))
     # worker-1 still holds its node while it terminates: the group stays
     assert seen(view) == ({"g-worker-0", "g-worker-1"}, {"g"})
     view.apply(log.event("PodTerminated", "default/g-worker-1", {"node": "n1", "reason": "Killed"}))
     assert seen(view) == (set(), set())
-    view.apply(log.event("JobSubmitted", "default/g", {}))  # a new incarnation under the same name
+    new_incarnation = {"object": {"kind": "Job", "object": {}}}  # a JobSubmitted under the same name
+    view.apply(log.event("JobSubmitted", "default/g", new_incarnation))
     assert seen(view) == ({"g-worker-0"}, {"g"})
 
 
 def test_a_job_that_is_not_final_keeps_its_gang() -> None:
     view, log = folded(node("n1"), *gang("g", 1, node_name="n1", phase="Running"))
     finish(view, log, "default/g-worker-0", phase="PodFailed")
-    view.apply(log.event("JobStatusChanged", "default/g", {"phase": "Restarting"}))
+    view.apply(log.event("JobStatusChanged", "default/g", job_status("Restarting")))
     assert seen(view) == ({"g-worker-0"}, {"g"})
 
 

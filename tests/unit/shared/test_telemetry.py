@@ -226,7 +226,7 @@ def test_an_envelope_carries_the_producers_span_to_the_consumer() -> None:
     assert trace_headers() == {} and trace_fields() == {"traceparent": None, "tracestate": None}
     with tracer.start_as_current_span("accept") as producer:
         env = Envelope.create(
-            "JobSubmitted", time=1.0, producer="admission", correlation_id="ns/j", **trace_fields()
+            "JobDeleted", time=1.0, producer="admission", correlation_id="ns/j", **trace_fields()
         )
         headers = trace_headers()
     decoded = Envelope.decode(env.encode())

@@ -1,0 +1,299 @@
+"""One frozen, typed payload class per event type: what each event carries, as consumers read it.
+
+Payloads are msgspec Structs: the edge of every service (shared.runner) turns an event's plain payload
+into its class in one C-level pass that checks every field's type, and a core reads attributes, never
+keys. msgspec measured 5x faster than the hand-written envelope checks it replaced (docs/benchmarks.md,
+"Typed events"). Field names are the wire names (snake_case), so the plain form of a payload is exactly
+what producers in other languages write (contracts/schema/, contracts/asyncapi.yaml).
+
+An API object inside a payload (`object`) travels in `contracts.codec`'s tagged form, {"kind", "object"}.
+The edge checks its kind; the object itself is decoded by the consumers that need it
+(`decode_as`), which is also where a malformed object is found. Fields added to a type later get
+defaults, so older events of the same version still decode; a change that cannot be expressed so bumps
+the type's version and adds an upcaster (contracts/upcasters.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+
+from contracts.codec import KINDS, decode_object
+
+T = TypeVar("T")
+
+# An API object in contracts.codec's tagged form: {"kind": "Pod", "object": {...the Pod's fields...}}.
+EncodedObject = Annotated[
+    dict[str, Any],
+    msgspec.Meta(description="An API object as contracts.codec encodes it: {kind, object}"),
+]
+NodeName = Annotated[str, msgspec.Meta(min_length=1, description="a node's name")]
+PlanId = Annotated[str, msgspec.Meta(description="the id of the plan (scheduler or descheduler) committed")]
+EpochSeconds = Annotated[float, msgspec.Meta(ge=0, description="seconds since the epoch")]
+
+
+class PayloadError(ValueError):
+    """A payload that is not what its event type promises; the message names every offending field."""
+
+
+class Payload(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every payload. Unknown fields are ignored (a newer writer may add some)."""
+
+
+class ObjectPayload(Payload, frozen=True, kw_only=True):
+    """A payload that carries one API object of the kind `expected_kind()` names."""
+
+    object: EncodedObject
+
+    def __post_init__(self) -> None:
+        _check_kind(self.object, self.expected_kind(), "object")
+
+    @classmethod
+    def expected_kind(cls) -> str:
+        return _OBJECT_KINDS[cls.__name__]
+
+    def decoded(self) -> Any:
+        """The object (contracts.objects), decoded by contracts.codec."""
+        return decode_object(self.object)
+
+
+def _check_kind(value: Any, kind: str, field: str) -> None:
+    if not isinstance(value, dict) or value.get("kind") != kind or not isinstance(value.get("object"), dict):
+        found = value.get("kind") if isinstance(value, dict) else type(value).__name__
+        raise ValueError(f"{field}: expected an encoded {kind} ({{kind, object}}), got {found!r}")
+
+
+def decode_as(encoded: dict[str, Any], cls: type[T]) -> T:
+    """An encoded object as `cls`, or a DecodeError naming what is wrong."""
+    obj = decode_object(encoded)
+    if not isinstance(obj, cls):
+        raise TypeError(f"expected a {cls.__name__}, got a {type(obj).__name__}")
+    return obj
+
+
+class Empty(Payload, frozen=True, kw_only=True):
+    """Events whose subject says it all (a deletion, a node back to Ready)."""
+
+
+class Uncatalogued(Payload, frozen=True, kw_only=True):
+    """The typed payload of an event type contracts/events.py does not list. No lahar core reads one (a
+    service's subject filters deliver catalogued types only); a core that reads every type, like the
+    runner's test service, reads such an event's plain `payload`."""
+
+
+# --- admission -------------------------------------------------------------------------------------
+
+
+class JobSubmitted(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class JobUpdated(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class JobSecretCreated(Payload, frozen=True, kw_only=True):
+    name: str
+    uid: str
+    data: dict[str, str]  # file name -> text (the ssh plugin's key pair)
+
+
+class PodSubmitted(ObjectPayload, frozen=True, kw_only=True):
+    podgroup: EncodedObject | None = None  # the PodGroup of its own the pod gets, if any
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.podgroup is not None:
+            _check_kind(self.podgroup, "PodGroup", "podgroup")
+
+
+class PodGroupSubmitted(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class QueueApplied(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class PriorityClassApplied(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class HyperNodeApplied(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class CommandIssued(Payload, frozen=True, kw_only=True):
+    action: str  # AbortJob, RestartJob, ResumeJob, ... (bus.volcano.sh)
+    target_kind: str  # Job | Queue
+    target: str  # the target's key: namespace/name for a Job, name for a Queue
+
+
+class RejectedField(Payload, frozen=True, kw_only=True):
+    document: str
+    path: str
+    message: str
+
+
+class ManifestRejected(Payload, frozen=True, kw_only=True):
+    errors: tuple[RejectedField, ...]
+    source: str
+
+
+# --- job-controller --------------------------------------------------------------------------------
+
+
+class PodGroupCreated(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class PodCreated(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class PodDeletionRequested(Payload, frozen=True, kw_only=True):
+    reason: str
+    node: str | None = None  # the node the pod was bound to when asked, so that node's agent stops it
+
+
+class RestartTarget(Payload, frozen=True, kw_only=True):
+    """A restart the job's lifecycle decided: which pods it kills (task "" = all, index range lo..hi)."""
+
+    action: str
+    task: str = ""
+    lo: int = -1
+    hi: int = -1  # -1: no bound
+    retain: str | None = None
+
+
+class JobCondition(Payload, frozen=True, kw_only=True):
+    status: str  # the phase entered
+    last_transition_time: EpochSeconds | None = None
+
+
+class JobStatusChanged(Payload, frozen=True, kw_only=True):
+    """A job's lifecycle as it stood at a transition (version 2: the lifecycle fields are required;
+    version 1 payloads without them are upcast with their defaults)."""
+
+    phase: str
+    counts: dict[str, int]  # pods by phase (lower-case) at the transition
+    task_status_count: dict[str, dict[str, int]]
+    min_available: int
+    retry_count: int
+    version: int
+    restart: tuple[RestartTarget, ...]
+    handled: tuple[str, ...]  # the pending actions this transition ran or cancelled
+    last_transition_time: EpochSeconds | None
+    conditions: tuple[JobCondition, ...]
+
+
+class JobCleanedUp(Payload, frozen=True, kw_only=True):
+    incarnation: int = 0
+
+
+# --- queue-controller ------------------------------------------------------------------------------
+
+
+class QueueStateChanged(Payload, frozen=True, kw_only=True):
+    state: str  # Open | Closing | Closed | Unknown
+
+
+# --- binder ----------------------------------------------------------------------------------------
+
+
+class PodBound(Payload, frozen=True, kw_only=True):
+    node: NodeName
+    plan: PlanId
+
+
+class PodEvicting(Payload, frozen=True, kw_only=True):
+    node: NodeName
+    reason: str
+    plan: PlanId
+
+
+class PodGroupConditionPayload(Payload, frozen=True, kw_only=True):
+    type: str  # Unschedulable | Scheduled
+    status: str = "True"
+    transition_id: str = ""
+    last_transition_time: EpochSeconds | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class PodGroupStatusChanged(Payload, frozen=True, kw_only=True):
+    """The scheduling status a session computed for a PodGroup. Counts left out (None) keep the group's
+    current ones: the first writers sent only the phase and conditions."""
+
+    phase: str
+    conditions: tuple[PodGroupConditionPayload, ...]
+    running: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    allocated_hypernode: str = ""
+    plan: str = ""
+
+
+class PlanRejected(Payload, frozen=True, kw_only=True):
+    reason: str
+    checked_seq: int  # the ledger's log position the plan was checked at
+    plan: PlanId
+    replica: str = ""  # the replica that sent it
+
+
+class NodeNotReady(Payload, frozen=True, kw_only=True):
+    last_heartbeat: EpochSeconds
+
+
+class PodLost(Payload, frozen=True, kw_only=True):
+    node: NodeName
+    reason: str
+
+
+# --- node agent ------------------------------------------------------------------------------------
+
+
+class NodeRegistered(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class PodRunning(Payload, frozen=True, kw_only=True):
+    node: NodeName
+    started_at: EpochSeconds | None = None
+
+
+class PodSucceeded(Payload, frozen=True, kw_only=True):
+    node: NodeName
+    exit_code: int = 0
+    finished_at: EpochSeconds | None = None
+
+
+class PodFailed(Payload, frozen=True, kw_only=True):
+    node: NodeName
+    exit_code: int | None = None  # None: the containers never ran
+    reason: str = "Error"
+    message: str = ""
+    finished_at: EpochSeconds | None = None
+
+
+class PodTerminated(Payload, frozen=True, kw_only=True):
+    node: NodeName
+    reason: str = "Terminated"
+    finished_at: EpochSeconds | None = None
+
+
+# the kind each object-carrying payload holds
+_OBJECT_KINDS = {
+    "JobSubmitted": "Job",
+    "JobUpdated": "Job",
+    "PodSubmitted": "Pod",
+    "PodGroupSubmitted": "PodGroup",
+    "QueueApplied": "Queue",
+    "PriorityClassApplied": "PriorityClass",
+    "HyperNodeApplied": "HyperNode",
+    "PodGroupCreated": "PodGroup",
+    "PodCreated": "Pod",
+    "NodeRegistered": "Node",
+}
+assert set(_OBJECT_KINDS.values()) <= set(KINDS)
