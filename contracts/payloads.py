@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 
 from contracts.codec import KINDS, decode_object
+from contracts.objects import PodGroupCondition
 
 T = TypeVar("T")
 
@@ -62,6 +63,12 @@ def _check_kind(value: Any, kind: str, field: str) -> None:
     if not isinstance(value, dict) or value.get("kind") != kind or not isinstance(value.get("object"), dict):
         found = value.get("kind") if isinstance(value, dict) else type(value).__name__
         raise ValueError(f"{field}: expected an encoded {kind} ({{kind, object}}), got {found!r}")
+
+
+def named_node(data: Payload) -> str:
+    """The node a pod event names: where it was bound, runs, ran or was lost ("" if it names none)."""
+    node = getattr(data, "node", None)
+    return node if isinstance(node, str) else ""
 
 
 def decode_as(encoded: dict[str, Any], cls: type[T]) -> T:
@@ -220,6 +227,30 @@ class PodGroupConditionPayload(Payload, frozen=True, kw_only=True):
     last_transition_time: EpochSeconds | None = None
     reason: str = ""
     message: str = ""
+
+
+def podgroup_condition(condition: PodGroupConditionPayload) -> PodGroupCondition:
+    """A condition as the API object holds it."""
+    return PodGroupCondition(
+        type=condition.type,
+        status=condition.status,
+        transition_id=condition.transition_id,
+        last_transition_time=condition.last_transition_time,
+        reason=condition.reason,
+        message=condition.message,
+    )
+
+
+def condition_payload(condition: PodGroupCondition) -> PodGroupConditionPayload:
+    """A PodGroup's condition as an event carries it."""
+    return PodGroupConditionPayload(
+        type=condition.type,
+        status=condition.status,
+        transition_id=condition.transition_id,
+        last_transition_time=condition.last_transition_time,
+        reason=condition.reason,
+        message=condition.message,
+    )
 
 
 class PodGroupStatusChanged(Payload, frozen=True, kw_only=True):

@@ -7,6 +7,7 @@ no clock. The loop that feeds events and publishes outputs is shared.runner.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from contracts.events import EVENT_TYPES
 from contracts.payloads import Payload, Uncatalogued
-from contracts.typed_events import decode_payload
+from contracts.typed_events import decode_payload, encode_payload
 
 S = TypeVar("S")
 P = TypeVar("P", bound=Payload)
@@ -71,13 +72,13 @@ class Event:
         data = decode_payload(self.type, self.version or catalogued.version, self.payload)
         object.__setattr__(self, "data", data)
 
-    def payload_as(self, cls: type[P]) -> P:
+    def payload_as(self, cls: builtins.type[P]) -> P:
         """The typed payload, as the class its type has (a TypeError names a handler given the wrong
         event type: a bug, not bad input)."""
         data = self.data
-        if data.__class__ is not cls and not isinstance(data, cls):
-            raise TypeError(f"{self.type} carries a {type(data).__name__}, not a {cls.__name__}")
-        return data  # type: ignore[return-value]
+        if not isinstance(data, cls):
+            raise TypeError(f"{self.type} carries a {data.__class__.__name__}, not a {cls.__name__}")
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,11 @@ class Output:
     expected_last_subject_seq: int | None = None
     batch: str | None = None
     traceparent: str | None = None
+
+    @property
+    def plain_payload(self) -> dict[str, Any]:
+        """The payload as it is written on the bus (plain data)."""
+        return encode_payload(self.payload)
 
 
 class Core(Protocol[S]):

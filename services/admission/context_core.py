@@ -20,7 +20,7 @@ from typing import Any
 
 import msgpack
 
-from contracts import codec
+from contracts import codec, payloads
 from contracts.errors import FieldError
 from contracts.events import ADMISSION, EVENT_TYPES, event_types_written_by
 from contracts.objects import (
@@ -33,6 +33,7 @@ from contracts.objects import (
     PriorityClass,
     Queue,
 )
+from contracts.payloads import ObjectPayload
 from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
 from services.admission.core.implicit_podgroup import GROUP_NAME
@@ -101,8 +102,9 @@ def count_allocated(view: View, queue: str, delta: int) -> None:
 
 
 def fold(view: View, event: Event) -> View:
-    """Apply one event. A payload that does not decode (a bug of its writer) is skipped: every other
-    service reads the same log, and stopping admission would not repair it."""
+    """Apply one event. An object in a payload that does not decode (a bug of its writer) is skipped:
+    every other service reads the same log, and stopping admission would not repair it. (The payload's
+    fields were checked on the way in; the object inside is decoded here.)"""
     view.seq = event.seq
     if event.kind in GUARDED_KINDS and event.producer == ADMISSION:
         view.subjects[subject_key(event.kind, event.namespace, event.name)] = event.seq
@@ -121,7 +123,7 @@ def _key(event: Event) -> str:
 
 def _put(table: str) -> Callable[[View, Event], None]:
     def handler(view: View, event: Event) -> None:
-        obj = codec.decode_object(event.payload["object"])
+        obj = event.payload_as(ObjectPayload).decoded()
         getattr(view, table)[obj.meta.key] = obj
 
     return handler
@@ -137,14 +139,16 @@ def _drop(table: str) -> Callable[[View, Event], None]:
 def _queue_state(view: View, event: Event) -> None:
     queue = view.queues.get(event.name)
     if queue is not None:
-        view.queues[event.name] = replace(queue, status=replace(queue.status, state=event.payload["state"]))
+        state = event.payload_as(payloads.QueueStateChanged).state
+        view.queues[event.name] = replace(queue, status=replace(queue.status, state=state))
 
 
 def _pod_submitted(view: View, event: Event) -> None:
-    pod = codec.decode_object(event.payload["object"])
+    submitted = event.payload_as(payloads.PodSubmitted)
+    pod = submitted.decoded()
     view.plain_pods[pod.meta.key] = pod
-    if event.payload.get("podgroup") is not None:
-        group = codec.decode_object(event.payload["podgroup"])
+    if submitted.podgroup is not None:
+        group = codec.decode_object(submitted.podgroup)
         view.podgroups[group.meta.key] = group
 
 
@@ -159,7 +163,7 @@ def _pod_withdrawn(view: View, event: Event) -> None:
 
 
 def _pod_created(view: View, event: Event) -> None:
-    pod = codec.decode_object(event.payload["object"])
+    pod = event.payload_as(payloads.PodCreated).decoded()
     queue = pod.meta.annotations.get(QUEUE_NAME) or pod.meta.labels.get(QUEUE_NAME) or "default"
     previous = view.pods.get(_key(event))
     if previous is not None and previous[1]:

@@ -14,8 +14,10 @@ from dataclasses import dataclass, replace
 
 import structlog
 
+from contracts import payloads
 from contracts.codec import decode_object, encode_object
 from contracts.objects import Node
+from contracts.payloads import decode_as
 from shared.runner_types import Event
 from shared.store.election import Fence, FencedOut
 from shared.store.etcd import Etcd, EtcdError
@@ -36,9 +38,7 @@ class NodeRecord:
 def fold_node(nodes: dict[str, NodeRecord], event: Event) -> bool:
     """Fold a node event; True if the node's object changed."""
     if event.type == "NodeRegistered":
-        node = decode_object(event.payload["object"])
-        if not isinstance(node, Node):
-            raise ValueError(f"NodeRegistered {event.name}: payload holds a {node.kind}")
+        node = decode_as(event.payload_as(payloads.NodeRegistered).object, Node)
         nodes[event.name] = NodeRecord(node, event.seq)
         return True
     if event.type in ("NodeReady", "NodeNotReady"):

@@ -27,6 +27,7 @@ import structlog
 from nats.aio.msg import Msg
 from opentelemetry.trace import SpanKind, Tracer
 
+from contracts import payloads
 from services.binder.core.core import BinderCore, committed_together, plan_outputs
 from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
 from services.binder.metrics import BinderMetrics, rejection_reason
@@ -293,7 +294,9 @@ class BinderService(EventSourcedService[BinderShellState]):
 
     def _count(self, plan: PlanMessage, outputs: list[Output], published_at: str | None) -> None:
         if outputs and outputs[0].type == "PlanRejected":
-            reason = str(outputs[0].payload["reason"])
+            rejected = outputs[0].payload
+            assert isinstance(rejected, payloads.PlanRejected)
+            reason = rejected.reason
             self.binder_metrics.rejected.labels(rejection_reason(reason)).inc()
             log.info("plan rejected", plan=plan.plan_id, replica=plan.replica, reason=reason)
             return

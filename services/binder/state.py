@@ -17,6 +17,7 @@ from typing import Any
 
 import msgpack
 
+from contracts import payloads
 from contracts.events import BINDER, event_types_written_by
 from services.binder.core.core import BinderCore, BinderState
 from services.binder.core.ledger import LEDGER_EVENTS
@@ -25,7 +26,14 @@ from shared.runner_types import Event, Output
 
 # Redeliveries come within the consumer's ack wait times its max deliveries: far fewer plans than this.
 ANSWERED_KEPT = 10_000
-_ANSWERS = frozenset({"PodBound", "PodEvicting", "PodGroupStatusChanged", "PlanRejected"})
+# the events that answer a plan, each naming it
+_ANSWER_PAYLOADS = (
+    payloads.PodBound,
+    payloads.PodEvicting,
+    payloads.PodGroupStatusChanged,
+    payloads.PlanRejected,
+)
+_ANSWERS = frozenset(cls.__name__ for cls in _ANSWER_PAYLOADS)
 
 
 @dataclass(slots=True)
@@ -53,8 +61,9 @@ class BinderShellCore:
         state.core = self.core.apply(state.core, event)
         if fold_node(state.nodes, event):
             state.changed.add(event.name)
-        plan = event.payload.get("plan") if event.type in _ANSWERS else None
-        if isinstance(plan, str) and plan not in state.answered:
+        answer = event.data
+        plan = answer.plan if isinstance(answer, _ANSWER_PAYLOADS) else ""
+        if plan and plan not in state.answered:
             state.answered[plan] = None
             if len(state.answered) > ANSWERED_KEPT:
                 del state.answered[next(iter(state.answered))]

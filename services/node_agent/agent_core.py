@@ -18,8 +18,10 @@ from typing import Any
 
 import msgpack
 
+from contracts import payloads
 from contracts.codec import decode, encode
 from contracts.objects import Job, Pod
+from contracts.payloads import ObjectPayload
 from services.job_controller.core.expand import JOB_NAME
 from services.job_controller.core.plugins.ssh import KeyPair, keys_from_secret, secret_data
 from services.node_agent.core.core import NodeAgentCore
@@ -125,11 +127,12 @@ def _fold_job(state: AgentView, event: Event, key: str) -> None:
         jobs.pop(key, None)
         state.secrets.pop(key, None)
     elif event.type == "JobSecretCreated":
-        pair = keys_from_secret(event.payload.get("data") or {})
+        secret = event.payload_as(payloads.JobSecretCreated)
+        pair = keys_from_secret(secret.data)
         if pair is not None:
-            state.secrets[key] = (str(event.payload.get("uid", "")), pair)
+            state.secrets[key] = (secret.uid, pair)
     elif event.type in ("JobSubmitted", "JobUpdated"):
-        encoded = event.payload["object"]
+        encoded = event.payload_as(ObjectPayload).object
         # most jobs have no plugins: skip decoding them, which dominates a long replay otherwise
         if not encoded.get("object", {}).get("plugins"):
             jobs.pop(key, None)

@@ -19,17 +19,17 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from contracts.codec import decode, decode_object
+from contracts import payloads
 from contracts.objects import (
     HyperNode,
     Node,
     ObjectMeta,
     Pod,
     PodGroup,
-    PodGroupCondition,
     PriorityClass,
     Queue,
 )
+from contracts.payloads import ObjectPayload, podgroup_condition
 from services.scheduler.core.framework.plan import PodGroupUpdate
 from services.scheduler.core.live import LiveObjects
 from services.scheduler.core.model.node_base import NodeRows
@@ -53,7 +53,8 @@ def event_key(event: Event) -> str:
 
 
 def event_object(event: Event, cls: type) -> Any:
-    obj = decode_object(event.payload["object"])
+    """The API object an object-carrying event holds (its kind was checked with its payload)."""
+    obj = event.payload_as(ObjectPayload).decoded()
     if not isinstance(obj, cls):
         raise ValueError(f"{event.type} {event_key(event)}: payload holds a {obj.kind}, not a {cls.__name__}")
     return obj
@@ -297,7 +298,7 @@ def _queue_applied(view: SchedulerView, event: Event) -> None:
 def _queue_state_changed(view: SchedulerView, event: Event) -> None:
     queue = view.queues.get(event.name)
     if queue is not None:
-        status = replace(queue.status, state=event.payload["state"])
+        status = replace(queue.status, state=event.payload_as(payloads.QueueStateChanged).state)
         view._set("queues", view.queues, event.name, replace(queue, status=status))
 
 
@@ -324,13 +325,13 @@ def _podgroup_status_changed(view: SchedulerView, event: Event) -> None:
     pg = view._podgroups.get(key)
     if pg is None:
         return
-    payload = event.payload
+    status = event.payload_as(payloads.PodGroupStatusChanged)
     update = PodGroupUpdate(
-        phase=payload["phase"],
-        conditions=tuple(decode(PodGroupCondition, c) for c in payload["conditions"]),
-        running=payload.get("running", pg.status.running),
-        succeeded=payload.get("succeeded", pg.status.succeeded),
-        failed=payload.get("failed", pg.status.failed),
+        phase=status.phase,
+        conditions=tuple(podgroup_condition(c) for c in status.conditions),
+        running=pg.status.running if status.running is None else status.running,
+        succeeded=pg.status.succeeded if status.succeeded is None else status.succeeded,
+        failed=pg.status.failed if status.failed is None else status.failed,
     )
     view._set_podgroup(key, _with_status(pg, update), settles=True)
 
@@ -341,7 +342,7 @@ def _podgroup_deleted(view: SchedulerView, event: Event) -> None:
 
 def _job_phase(view: SchedulerView, event: Event) -> None:
     """A Job's PodGroup has the Job's key: a final Job lets its finished PodGroup leave the snapshot."""
-    view._shown.job_phase(event_key(event), event.payload.get("phase"))
+    view._shown.job_phase(event_key(event), event.payload_as(payloads.JobStatusChanged).phase)
 
 
 def _job_gone(view: SchedulerView, event: Event) -> None:
@@ -349,7 +350,7 @@ def _job_gone(view: SchedulerView, event: Event) -> None:
 
 
 def _plan_rejected(view: SchedulerView, event: Event) -> None:
-    view.forget(event.payload.get("plan", ""))
+    view.forget(event.payload_as(payloads.PlanRejected).plan)
 
 
 def _pod_created(view: SchedulerView, event: Event) -> None:
@@ -369,33 +370,35 @@ def _pod_change(
 
 
 def _bound(pod: Pod, event: Event) -> Pod:
-    return replace(pod, spec=replace(pod.spec, node_name=event.payload["node"]))
+    return _on(pod, event.payload_as(payloads.PodBound).node)
 
 
-def _on_node(pod: Pod, event: Event) -> Pod:
-    """Phase reports name the node; a pod the view saw unbound is placed there."""
-    node = event.payload.get("node") or pod.spec.node_name
-    return pod if node == pod.spec.node_name else _bound(pod, event)
+def _on(pod: Pod, node: str) -> Pod:
+    """Phase reports name the node; a pod the view saw unbound (or elsewhere) is placed there."""
+    return pod if node == pod.spec.node_name else replace(pod, spec=replace(pod.spec, node_name=node))
 
 
 def _running(pod: Pod, event: Event) -> Pod:
-    pod = _on_node(pod, event)
-    started = event.payload.get("started_at") or event.time
+    running = event.payload_as(payloads.PodRunning)
+    pod = _on(pod, running.node)
+    started = running.started_at or event.time
     return replace(pod, status=replace(pod.status, phase="Running", start_time=started))
 
 
 def _finished(phase: str) -> Callable[[Pod, Event], Pod]:
     def change(pod: Pod, event: Event) -> Pod:
-        pod = _on_node(pod, event)
-        status = replace(
-            pod.status,
-            phase=phase,
-            exit_code=event.payload.get("exit_code", pod.status.exit_code),
-            reason=event.payload.get("reason", pod.status.reason),
-        )
-        return replace(pod, status=status)
+        report = event.data
+        assert isinstance(report, _FINISHED_REPORTS), f"{event.type} is not a pod's end"
+        pod = _on(pod, report.node)
+        # a success carries no reason, a lost pod no exit code: the pod keeps the one it had
+        exit_code = pod.status.exit_code if isinstance(report, payloads.PodLost) else report.exit_code
+        reason = pod.status.reason if isinstance(report, payloads.PodSucceeded) else report.reason
+        return replace(pod, status=replace(pod.status, phase=phase, exit_code=exit_code, reason=reason))
 
     return change
+
+
+_FINISHED_REPORTS = (payloads.PodSucceeded, payloads.PodFailed, payloads.PodLost)
 
 
 def _deleting(pod: Pod, event: Event) -> Pod:

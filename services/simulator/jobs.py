@@ -10,10 +10,10 @@ led there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from contracts import payloads
 from contracts.objects import Job
 from services.job_controller.core.lifecycle import KILL_PHASES
 from services.job_controller.core.phase import FINISHED_PHASES
@@ -42,12 +42,12 @@ class SimJob:
         if event.type != "JobStatusChanged":
             self.deleted_time = event.time
             return
-        payload = event.payload
-        before, phase = self.phase, payload["phase"]
-        self.retry_count = payload.get("retry_count", 0)
+        status = event.payload_as(payloads.JobStatusChanged)
+        before, phase = self.phase, status.phase
+        self.retry_count = status.retry_count
         if phase == before:
             return
-        self.reason = transition_reason(self.job, before, payload, event.causation_id) or self.reason
+        self.reason = transition_reason(self.job, before, status, event.causation_id) or self.reason
         self.phase = phase
         if phase == "Running" and self.start_time is None:
             self.start_time = event.time
@@ -57,18 +57,18 @@ class SimJob:
             self.finish_time = None  # resumed (ResumeJob after Aborted)
 
 
-def transition_reason(job: Job, before: str, payload: Mapping[str, Any], cause: str | None) -> str:
+def transition_reason(job: Job, before: str, status: payloads.JobStatusChanged, cause: str | None) -> str:
     """Why a JobStatusChanged moved the job from `before` to its phase ("" when the reason stays)."""
-    phase = payload["phase"]
+    phase = status.phase
     if phase == "Restarting" or phase in ACTION_OF_PHASE:
-        restart = payload.get("restart") or ()
-        action = restart[0]["action"] if phase == "Restarting" and restart else ACTION_OF_PHASE.get(phase, "")
-        event = _policy_event(payload.get("handled", ()), cause)
+        restart = status.restart
+        action = restart[0].action if phase == "Restarting" and restart else ACTION_OF_PHASE.get(phase, "")
+        event = _policy_event(status.handled, cause)
         return f"{action} on {event}" if event else action
     if before == "Restarting" and phase == "Failed":
         return "MaxRetryExceeded"
     if before in ("Pending", "Running") and phase in ("Completed", "Failed"):
-        succeeded = payload.get("counts", {}).get("succeeded", 0)
+        succeeded = status.counts.get("succeeded", 0)
         if phase == "Completed" and job.min_success and succeeded >= job.min_success:
             return "MinSuccess"
         return "PodsSucceeded" if phase == "Completed" else "PodsFailed"

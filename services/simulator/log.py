@@ -31,7 +31,7 @@ class SimLog:
             kind=output.kind,
             namespace=output.namespace,
             name=output.name,
-            payload=output.payload,
+            payload=output.plain_payload,
             id=output.id,
             time=now,
             correlation_id=output.correlation_id,

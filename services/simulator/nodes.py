@@ -8,9 +8,9 @@ any node took it, or after it finished, has nothing left to stop and is reported
 
 from __future__ import annotations
 
-from typing import Any
-
+from contracts import payloads
 from contracts.events import NODE_AGENT
+from contracts.payloads import named_node
 from services.job_controller.core.expand import JOB_NAME
 from services.simulator.world import FINISHED_POD_PHASES, World, pod_exit_code
 from shared.runner_types import Event, Output, deterministic_id
@@ -22,13 +22,15 @@ def reactions(world: World, event: Event) -> list[tuple[str, Output]]:
     """What the pod's node writes in answer to `event` (already applied to the world)."""
     key = f"{event.namespace}/{event.name}"
     pod = world.pods.get(key)
-    node = event.payload.get("node", "")
+    node = named_node(event.data)
     if pod is None or event.kind != "pod" or not node or pod.spec.node_name != node:
         return []
     if event.type == "PodBound" and pod.status.phase == "Pending":
-        return [_report(world, key, "PodRunning", {"started_at": event.time}, event.id)]
+        running = payloads.PodRunning(node=node, started_at=event.time)
+        return [_report(world, key, running, event.id)]
     if event.type in STOP_REASONS and pod.status.phase not in FINISHED_POD_PHASES:
-        return [_report(world, key, "PodTerminated", {"reason": STOP_REASONS[event.type]}, event.id)]
+        terminated = payloads.PodTerminated(node=node, reason=STOP_REASONS[event.type])
+        return [_report(world, key, terminated, event.id)]
     return []
 
 
@@ -36,27 +38,32 @@ def completions(world: World, now: float) -> list[tuple[str, Output]]:
     """The exits of the runs that are over by `now`."""
     outputs = []
     for key in world.due(now):
-        code = pod_exit_code(world.pods[key])
+        pod = world.pods[key]
+        node, code = pod.spec.node_name, pod_exit_code(pod)
+        report: Report
         if code == 0:
-            outputs.append(_report(world, key, "PodSucceeded", {"exit_code": 0}, None))
+            report = payloads.PodSucceeded(node=node, exit_code=0)
         else:
-            fields = {"exit_code": code, "reason": "Error", "message": f"exited with code {code}"}
-            outputs.append(_report(world, key, "PodFailed", fields, None))
+            report = payloads.PodFailed(node=node, exit_code=code, message=f"exited with code {code}")
+        outputs.append(_report(world, key, report, None))
     return outputs
 
 
-def _report(
-    world: World, key: str, event_type: str, fields: dict[str, Any], cause: str | None
-) -> tuple[str, Output]:
+# what a simulated node reports about its pods
+Report = payloads.PodRunning | payloads.PodSucceeded | payloads.PodFailed | payloads.PodTerminated
+
+
+def _report(world: World, key: str, report: Report, cause: str | None) -> tuple[str, Output]:
     pod = world.pods[key]
     namespace, name = pod.meta.namespace, pod.meta.name
     job = pod.meta.annotations.get(JOB_NAME)
+    event_type = type(report).__name__
     output = Output(
         type=event_type,
         kind="pod",
         namespace=namespace,
         name=name,
-        payload={"node": pod.spec.node_name, **fields},
+        payload=report,
         # one report per event answered, or per run (a pod of no Job runs again under the same uid)
         id=deterministic_id(NODE_AGENT, event_type, key, pod.meta.uid, cause or pod.status.start_time),
         causation_id=cause,

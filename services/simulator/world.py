@@ -15,10 +15,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from contracts import codec
+from contracts import payloads
 from contracts.errors import FieldError
-from contracts.objects import ObjectMeta, Pod, PodGroup, PodGroupCondition, PodStatus, Queue
+from contracts.objects import ObjectMeta, Pod, PodGroup, PodStatus, Queue
 from contracts.parse import duration_seconds
+from contracts.payloads import named_node
 from services.job_controller.core.expand import GROUP_NAME, POD_GENERATION
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.snapshot import ClusterSnapshot
@@ -124,19 +125,19 @@ class World:
     def observe(self, event: Event) -> None:
         """Apply one event of the simulated log (types that change nothing here are ignored)."""
         key = f"{event.namespace}/{event.name}"
-        payload = event.payload
         etype = event.type
         if etype == "JobSubmitted":
-            self.jobs[key] = SimJob(codec.decode_object(payload["object"]), submit_time=event.time)
+            self.jobs[key] = SimJob(event.payload_as(payloads.JobSubmitted).decoded(), submit_time=event.time)
         elif etype in ("JobStatusChanged", "JobCleanedUp", "JobDeleted") and key in self.jobs:
             self.jobs[key].observe(event)
         elif etype == "PodGroupCreated":
-            self.podgroups[key] = codec.decode_object(payload["object"])
+            self.podgroups[key] = event.payload_as(payloads.PodGroupCreated).decoded()
         elif etype == "PodGroupStatusChanged" and key in self.podgroups:
-            conditions = tuple(codec.decode(PodGroupCondition, c) for c in payload["conditions"])
+            status = event.payload_as(payloads.PodGroupStatusChanged)
+            conditions = tuple(payloads.podgroup_condition(c) for c in status.conditions)
             pg = self.podgroups[key]
             self.podgroups[key] = replace(
-                pg, status=replace(pg.status, phase=payload["phase"], conditions=conditions)
+                pg, status=replace(pg.status, phase=status.phase, conditions=conditions)
             )
         elif etype == "PodGroupDeleted":
             self.podgroups.pop(key, None)
@@ -144,15 +145,15 @@ class World:
             for pod in [k for k, g in self.pod_job.items() if g == key]:
                 self._remove(pod)
         elif etype == "PodCreated":
-            self._put_pod(codec.decode_object(payload["object"]))
+            self._put_pod(event.payload_as(payloads.PodCreated).decoded())
         elif etype == "QueueStateChanged":
-            self._queue_state(event.name, payload["state"])
+            self._queue_state(event.name, event.payload_as(payloads.QueueStateChanged).state)
         elif key in self.pods:
             self._pod_event(key, event)
 
     def _pod_event(self, key: str, event: Event) -> None:
         pod = self.pods[key]
-        etype, node = event.type, event.payload.get("node", "")
+        etype, node = event.type, named_node(event.data)
         if etype == "PodBound" and not pod.spec.node_name:
             self.pods[key] = replace(pod, spec=replace(pod.spec, node_name=node))
         elif etype == "PodRunning" and pod.status.phase == "Pending":
@@ -162,7 +163,9 @@ class World:
             self._release_barriers(key, event.time)
         elif etype in ("PodSucceeded", "PodFailed"):
             phase = "Succeeded" if etype == "PodSucceeded" else "Failed"
-            exit_code = event.payload.get("exit_code")
+            report = event.data
+            assert isinstance(report, payloads.PodSucceeded | payloads.PodFailed)
+            exit_code = report.exit_code
             self.pods[key] = replace(pod, status=replace(pod.status, phase=phase, exit_code=exit_code))
             self._stop(key)
         elif etype == "PodTerminated":

@@ -126,7 +126,8 @@ class Envelope:
 
     def encode(self) -> bytes:
         try:
-            return msgpack.packb(self.to_dict(), use_bin_type=True)
+            packed: bytes = msgpack.packb(self.to_dict(), use_bin_type=True)
+            return packed
         except (TypeError, ValueError, OverflowError) as exc:
             raise EnvelopeError(
                 f"payload of {self.type} event {self.id} is not MessagePack-able: {exc}"

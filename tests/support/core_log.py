@@ -41,7 +41,7 @@ class CoreLog:
 
     def publish(self, outputs: Iterable[Output]) -> None:
         for o in outputs:
-            self.append(o.type, o.kind, o.namespace, o.name, dict(o.payload), id=o.id)
+            self.append(o.type, o.kind, o.namespace, o.name, o.plain_payload, id=o.id)
 
     def settle(self, now: float, *, rounds: int = 12) -> list[Output]:
         """Reconcile at `now` and write back until reconcile has nothing more to write; all it wrote."""

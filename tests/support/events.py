@@ -43,7 +43,7 @@ class EventLog:
             kind=EVENT_TYPES[type].subject_kind,
             namespace=namespace or None,
             name=name,
-            payload=payload or {},
+            payload=encode_payload(payload) if isinstance(payload, payloads.Payload) else payload or {},
             id=id or f"event-{self.seq}",
             time=at,
             correlation_id=key,

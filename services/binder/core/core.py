@@ -15,6 +15,7 @@ from typing import Any
 
 import msgpack
 
+from contracts import payloads
 from services.binder.core import liveness as live
 from services.binder.core.ledger import (
     Ledger,
@@ -26,7 +27,8 @@ from services.binder.core.ledger import (
     split_key,
 )
 from services.binder.core.verify import Verdict, verify
-from services.scheduler.plans import PlanMessage, plan_from_plain, plan_to_plain, update_to_plain
+from services.scheduler.core.framework.plan import PodGroupUpdate
+from services.scheduler.plans import PlanMessage, plan_from_plain, plan_to_plain
 from shared.runner_types import Event, Output, deterministic_id
 
 BINDER = live.BINDER
@@ -68,7 +70,7 @@ def plan_outputs(plan: PlanMessage) -> list[Output]:
                 name=name,
                 id=deterministic_id(BINDER, "PodBound", bind.task, bind.node, pid),
                 correlation_id=bind.job,
-                payload={"node": bind.node, "plan": pid},
+                payload=payloads.PodBound(node=bind.node, plan=pid),
                 causation_id=pid,
                 batch=pid,
             )
@@ -83,7 +85,7 @@ def plan_outputs(plan: PlanMessage) -> list[Output]:
                 name=name,
                 id=deterministic_id(BINDER, "PodEvicting", eviction.task, eviction.node, pid),
                 correlation_id=eviction.job,
-                payload={"node": eviction.node, "reason": eviction.reason, "plan": pid},
+                payload=payloads.PodEvicting(node=eviction.node, reason=eviction.reason, plan=pid),
                 causation_id=pid,
                 batch=pid,
             )
@@ -98,12 +100,25 @@ def plan_outputs(plan: PlanMessage) -> list[Output]:
                 name=name,
                 id=deterministic_id(BINDER, "PodGroupStatusChanged", key, pid),
                 correlation_id=key,
-                payload={**update_to_plain(update), "plan": pid},
+                payload=podgroup_status(update, pid),
                 causation_id=pid,
                 batch=pid,
             )
         )
     return outputs
+
+
+def podgroup_status(update: PodGroupUpdate, plan: str) -> payloads.PodGroupStatusChanged:
+    """The status a plan gives a PodGroup, as the event that commits it."""
+    return payloads.PodGroupStatusChanged(
+        phase=update.phase,
+        conditions=tuple(payloads.condition_payload(c) for c in update.conditions),
+        running=update.running,
+        succeeded=update.succeeded,
+        failed=update.failed,
+        allocated_hypernode=update.allocated_hypernode,
+        plan=plan,
+    )
 
 
 def committed_together(per_plan: Sequence[Sequence[Output]], most: int) -> list[Output]:
@@ -132,12 +147,9 @@ def rejection(plan: PlanMessage, verdict: Verdict) -> Output:
         name=name,
         id=deterministic_id(BINDER, "PlanRejected", plan.plan_id),
         correlation_id=plan.subject,
-        payload={
-            "reason": verdict.reason,
-            "checked_seq": verdict.checked_seq,
-            "plan": plan.plan_id,
-            "replica": plan.replica,
-        },
+        payload=payloads.PlanRejected(
+            reason=verdict.reason, checked_seq=verdict.checked_seq, plan=plan.plan_id, replica=plan.replica
+        ),
         causation_id=plan.plan_id,
     )
 
@@ -163,8 +175,8 @@ class BinderCore:
         if event.kind == "node":
             return [event.name]
         if event.kind == "pod":
-            node = event.payload.get("node")
-            entry = state.ledger.nodes.get(node) if isinstance(node, str) else None
+            node = payloads.named_node(event.data)
+            entry = state.ledger.nodes.get(node) if node else None
             if entry is not None and not entry.ready:
                 return [node]
         return []
@@ -192,6 +204,7 @@ class BinderCore:
             return state, [rejection(plan, verdict)]
         outputs = plan_outputs(plan)
         for output in outputs:
+            assert isinstance(output.payload, payloads.Payload)  # plan_outputs writes typed payloads
             fold_fact(state.ledger, output.type, object_key(output.namespace, output.name), output.payload)
         state.await_plan(plan, {o.id for o in outputs})
         return state, outputs
@@ -228,7 +241,8 @@ class BinderCore:
             "watching_since": state.liveness.watching_since,
             "inflight": [[plan_to_plain(plan), sorted(ids)] for plan, ids in state.inflight.values()],
         }
-        return msgpack.packb(data, use_bin_type=True)
+        packed: bytes = msgpack.packb(data, use_bin_type=True)
+        return packed
 
     def load(self, data: bytes) -> BinderState:
         raw: Mapping[str, Any] = msgpack.unpackb(data, raw=False, strict_map_key=False)

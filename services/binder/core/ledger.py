@@ -11,16 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
-from contracts.codec import decode_object
+from contracts import payloads
 from contracts.objects import Node, Pod, PodGroup, Queue
+from contracts.payloads import ObjectPayload, Payload, decode_as
 from contracts.resources import CPU, MEMORY, PODS
 from services.scheduler.core.snapshot import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
 from shared.runner_types import Event
 
 DEFAULT_MAX_PODS = 110
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+T = TypeVar("T")
+Handler = Callable[["Ledger", str, Payload], None]
+# the reports that say on which node a pod is: a bind, and a node agent's phase reports
+_PLACING = (payloads.PodBound, payloads.PodRunning, payloads.PodSucceeded, payloads.PodFailed)
 
 
 @dataclass(slots=True)
@@ -89,14 +94,14 @@ def apply_event(ledger: Ledger, event: Event) -> None:
     if node_handler is not None:
         node_handler(ledger, event)
     else:
-        fold_fact(ledger, event.type, object_key(event.namespace, event.name), event.payload)
+        fold_fact(ledger, event.type, object_key(event.namespace, event.name), event.data)
 
 
-def fold_fact(ledger: Ledger, event_type: str, key: str, payload: Mapping[str, Any]) -> None:
+def fold_fact(ledger: Ledger, event_type: str, key: str, data: Payload) -> None:
     """Fold an event that does not depend on its seq or time (the binder's own outputs are among them)."""
     handler = _FACTS.get(event_type)
     if handler is not None:
-        handler(ledger, key, payload)
+        handler(ledger, key, data)
 
 
 def _account(ledger: Ledger, key: str, pod: PodEntry, sign: int) -> None:
@@ -126,17 +131,18 @@ def _set_pod(ledger: Ledger, key: str, pod: PodEntry | None) -> None:
         _account(ledger, key, pod, +1)
 
 
-def _change_pod(*, places: bool = False, **changes: Any) -> Callable[[Ledger, str, Mapping[str, Any]], None]:
+def _change_pod(*, places: bool = False, **changes: Any) -> Handler:
     """A handler setting the given fields of a known pod; `places`: the event's node is where the pod is
     (a bind, or a node agent's phase report, which may come before the ledger saw a bind)."""
 
-    def handle(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
+    def handle(ledger: Ledger, key: str, data: Payload) -> None:
         pod = ledger.pods.get(key)
         if pod is None:
             return
         _account(ledger, key, pod, -1)
-        if places and payload.get("node"):
-            pod.node = payload["node"]
+        if places:
+            assert isinstance(data, _PLACING), f"a {type(data).__name__} does not place a pod"
+            pod.node = data.node
         for name, value in changes.items():
             setattr(pod, name, value)
         _account(ledger, key, pod, +1)
@@ -144,10 +150,8 @@ def _change_pod(*, places: bool = False, **changes: Any) -> Callable[[Ledger, st
     return handle
 
 
-def _pod_created(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
-    pod = decode_object(payload["object"])
-    if not isinstance(pod, Pod):
-        raise ValueError(f"PodCreated {key}: payload holds a {pod.kind}")
+def _pod_created(ledger: Ledger, key: str, data: Payload) -> None:
+    pod = _object(data, Pod)
     group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
     podgroup = f"{pod.meta.namespace}/{group}" if group else ""
     queue = ledger.podgroups.get(podgroup) or pod.meta.annotations.get(QUEUE_NAME_ANNOTATION, DEFAULT_QUEUE)
@@ -162,17 +166,13 @@ def _pod_created(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
     _set_pod(ledger, key, entry)
 
 
-def _podgroup_created(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
-    pg = decode_object(payload["object"])
-    if not isinstance(pg, PodGroup):
-        raise ValueError(f"PodGroupCreated {key}: payload holds a {pg.kind}")
+def _podgroup_created(ledger: Ledger, key: str, data: Payload) -> None:
+    pg = _object(data, PodGroup)
     ledger.podgroups[key] = pg.queue
 
 
-def _queue_applied(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None:
-    queue = decode_object(payload["object"])
-    if not isinstance(queue, Queue):
-        raise ValueError(f"QueueApplied {key}: payload holds a {queue.kind}")
+def _queue_applied(ledger: Ledger, key: str, data: Payload) -> None:
+    queue = _object(data, Queue)
     caps = capped_dimensions(queue)
     if caps:
         ledger.capabilities[key] = caps
@@ -180,11 +180,21 @@ def _queue_applied(ledger: Ledger, key: str, payload: Mapping[str, Any]) -> None
         ledger.capabilities.pop(key, None)
 
 
-_FACTS: Mapping[str, Callable[[Ledger, str, Mapping[str, Any]], None]] = {
+def _forget(table: dict[str, Any], key: str) -> None:
+    table.pop(key, None)
+
+
+def _object(data: Payload, cls: type[T]) -> T:
+    """The API object an object-carrying payload holds (its kind was checked when it was decoded)."""
+    assert isinstance(data, ObjectPayload), f"a {type(data).__name__} holds no object"
+    return decode_as(data.object, cls)
+
+
+_FACTS: Mapping[str, Handler] = {
     "QueueApplied": _queue_applied,
-    "QueueDeleted": lambda ledger, key, _: ledger.capabilities.pop(key, None),
+    "QueueDeleted": lambda ledger, key, _: _forget(ledger.capabilities, key),
     "PodGroupCreated": _podgroup_created,
-    "PodGroupDeleted": lambda ledger, key, _: ledger.podgroups.pop(key, None),
+    "PodGroupDeleted": lambda ledger, key, _: _forget(ledger.podgroups, key),
     "PodCreated": _pod_created,
     "PodBound": _change_pod(places=True),
     "PodRunning": _change_pod(places=True, phase="Running"),
@@ -199,9 +209,7 @@ _FACTS: Mapping[str, Callable[[Ledger, str, Mapping[str, Any]], None]] = {
 
 
 def _node_registered(ledger: Ledger, event: Event) -> None:
-    node = decode_object(event.payload["object"])
-    if not isinstance(node, Node):
-        raise ValueError(f"NodeRegistered {event.name}: payload holds a {node.kind}")
+    node = _object(event.data, Node)
     allocatable = dict(node.allocatable or node.capacity)
     entry = ledger.nodes.get(event.name)
     if entry is None:  # a re-registration keeps the usage of the pods already there

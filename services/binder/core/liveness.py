@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from contracts import payloads
 from services.binder.core.ledger import Ledger, NodeEntry, split_key
 from shared.runner_types import Output, deterministic_id
 
@@ -86,7 +87,7 @@ def reconcile(
                     name=name,
                     id=not_ready_id,
                     correlation_id=name,
-                    payload={"last_heartbeat": last_sign_of_life(liveness, name, node)},
+                    payload=payloads.NodeNotReady(last_heartbeat=last_sign_of_life(liveness, name, node)),
                 )
             )
         elif heard_from(liveness, name, now, timeout_s):
@@ -118,7 +119,7 @@ def _lost_pods(ledger: Ledger, name: str, node: NodeEntry, cause: str) -> list[O
                 name=pod_name,
                 id=deterministic_id(BINDER, "PodLost", key, name, node.ready_seq),
                 correlation_id=pod.podgroup or key,
-                payload={"node": name, "reason": NODE_LOST},
+                payload=payloads.PodLost(node=name, reason=NODE_LOST),
                 causation_id=cause,
             )
         )

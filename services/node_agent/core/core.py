@@ -32,8 +32,8 @@ import hashlib
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
+from contracts import payloads
 from contracts.codec import decode_object, encode_object
 from contracts.events import NODE_AGENT
 from contracts.objects import Node, Pod
@@ -62,6 +62,9 @@ from services.node_agent.core.state import (
     load_state,
 )
 from shared.runner_types import Event, Output, deterministic_id
+
+# what an agent reports about a pod it runs
+PhaseReport = payloads.PodRunning | payloads.PodSucceeded | payloads.PodFailed | payloads.PodTerminated
 
 _PHASE_OF = {
     "PodRunning": RUNNING,
@@ -213,10 +216,10 @@ class NodeAgentCore:
     # --- folding events ---------------------------------------------------------------------------
     def _created(self, state: AgentState, event: Event, key: str) -> None:
         # kept encoded: most pods are bound to another agent's nodes, and decoding is the costly part
-        state.specs[key] = event.payload["object"]
+        state.specs[key] = event.payload_as(payloads.PodCreated).object
 
     def _bound(self, state: AgentState, event: Event, key: str) -> None:
-        node = event.payload["node"]
+        node = event.payload_as(payloads.PodBound).node
         previous = state.runs.pop(key, None)
         if previous is not None:
             self._abandon(state, key, previous)
@@ -229,21 +232,26 @@ class NodeAgentCore:
 
     def _evicting(self, state: AgentState, event: Event, key: str) -> None:
         run = state.runs.get(key)
-        if run is not None and run.node == event.payload["node"] and not run.stop_reason:
+        if (
+            run is not None
+            and run.node == event.payload_as(payloads.PodEvicting).node
+            and not run.stop_reason
+        ):
             run.stop_reason = EVICTED
 
     def _deletion_requested(self, state: AgentState, event: Event, key: str) -> None:
         state.specs.pop(key, None)
         run = state.runs.get(key)
         # a request naming another node (or none: made while the pod was unbound) is about another run
-        if run is not None and event.payload.get("node", run.node) == run.node and not run.stop_reason:
+        asked = event.payload_as(payloads.PodDeletionRequested).node
+        if run is not None and (asked is None or asked == run.node) and not run.stop_reason:
             run.stop_reason = DELETED
 
     def _lost(self, state: AgentState, event: Event, key: str) -> None:
         """The binder gave the pod up (its node was silent): whatever still runs here must go, silently,
         since the pod's fate is no longer this agent's to report."""
         run = state.runs.get(key)
-        if run is not None and run.node == event.payload["node"]:
+        if run is not None and run.node == event.payload_as(payloads.PodLost).node:
             del state.runs[key]
             self._abandon(state, key, run)
 
@@ -275,20 +283,23 @@ class NodeAgentCore:
         if run.published == "" and (
             run.observed == STARTED or (end is not None and run.started_at is not None)
         ):
-            outputs.append(self._pod_event(key, run, "PodRunning", {"started_at": run.started_at}))
+            outputs.append(
+                self._pod_event(key, run, payloads.PodRunning(node=run.node, started_at=run.started_at))
+            )
         if end is not None:
-            outputs.append(self._pod_event(key, run, *end))
+            outputs.append(self._pod_event(key, run, end))
         return outputs
 
-    def _pod_event(self, key: str, run: Run, event_type: str, fields: dict[str, Any]) -> Output:
+    def _pod_event(self, key: str, run: Run, report: PhaseReport) -> Output:
         namespace, name = key.split("/", 1)
         job = run.pod.meta.annotations.get(JOB_NAME) if run.pod is not None else None
+        event_type = type(report).__name__
         return Output(
             type=event_type,
             kind="pod",
             namespace=namespace,
             name=name,
-            payload={"node": run.node, **fields},
+            payload=report,
             id=deterministic_id(NODE_AGENT, event_type, key, run.run_id),
             causation_id=run.run_id,
             correlation_id=f"{namespace}/{job}" if job else key,
@@ -308,7 +319,7 @@ def _registration(node: Node) -> Output:
         kind="node",
         namespace=None,
         name=name,
-        payload={"object": encoded},
+        payload=payloads.NodeRegistered(object=encoded),
         id=deterministic_id(NODE_AGENT, "NodeRegistered", name, digest),
         causation_id=None,
         correlation_id=name,
@@ -319,25 +330,27 @@ def _never_started(run: Run) -> bool:
     return run.published == "" and run.observed == "" and not run.start_issued
 
 
-def _ending(run: Run) -> tuple[str, dict[str, Any]] | None:
+def _ending(run: Run) -> PhaseReport | None:
     """The end event a run's observations imply, if any. A run that never started and should stop ends
     at once; a run whose pod spec is missing cannot start, which is reported rather than waited on."""
-    finished = {"finished_at": run.finished_at}
+    node, finished = run.node, run.finished_at
     if run.observed == EXITED:
         if run.exit_code == 0:
-            return "PodSucceeded", {"exit_code": 0, **finished}
-        failure = {"exit_code": run.exit_code, "reason": run.reason or "Error", "message": run.message}
-        return "PodFailed", {**failure, **finished}
+            return payloads.PodSucceeded(node=node, exit_code=0, finished_at=finished)
+        reason = run.reason or "Error"
+        return payloads.PodFailed(
+            node=node, exit_code=run.exit_code, reason=reason, message=run.message, finished_at=finished
+        )
     if run.observed == STOPPED:
-        return "PodTerminated", {"reason": run.stop_reason or "Stopped", **finished}
+        return payloads.PodTerminated(node=node, reason=run.stop_reason or "Stopped", finished_at=finished)
     if run.observed == LOST:
-        if run.stop_reason:
-            return "PodTerminated", {"reason": run.stop_reason, **finished}
-        return "PodTerminated", {"reason": "Lost", **finished}
+        return payloads.PodTerminated(node=node, reason=run.stop_reason or "Lost", finished_at=finished)
     if _never_started(run):
         if run.stop_reason:
-            return "PodTerminated", {"reason": run.stop_reason, **finished}
+            return payloads.PodTerminated(node=node, reason=run.stop_reason, finished_at=finished)
         if run.pod is None:
             message = "bound before the agent saw the pod's PodCreated"
-            return "PodFailed", {"exit_code": None, "reason": "SpecMissing", "message": message, **finished}
+            return payloads.PodFailed(
+                node=node, exit_code=None, reason="SpecMissing", message=message, finished_at=finished
+            )
     return None

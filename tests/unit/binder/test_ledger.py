@@ -160,7 +160,7 @@ def test_dump_load_round_trip() -> None:
     state, outputs = core.submit_plan(state, plan, 6.0)
     assert len(outputs) == 3
     # one of the plan's events came back; the other two are still awaited
-    state = core.apply(state, log.event("PodBound", "default/a", dict(outputs[0].payload), id=outputs[0].id))
+    state = core.apply(state, log.event("PodBound", "default/a", outputs[0].payload, id=outputs[0].id))
     assert len(core.reconcile(state, 7.0)) == 2
     loaded = core.load(core.dump(state))
     assert loaded == state

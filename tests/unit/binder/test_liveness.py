@@ -6,6 +6,7 @@ import pytest
 from support.builders import node, pod
 from support.events import EventLog
 
+from contracts import payloads
 from services.binder.core.core import BinderCore, BinderState
 from shared.runner_types import Output
 
@@ -67,9 +68,9 @@ def test_outputs_name_the_fact_and_its_cause() -> None:
     state, _ = cluster(core)
     state = core.heartbeat(state, ["n2"], 200.0)
     not_ready, lost, *_ = core.reconcile(state, 111.0)
-    assert not_ready.payload == {"last_heartbeat": 100.0}
+    assert not_ready.payload == payloads.NodeNotReady(last_heartbeat=100.0)
     assert (not_ready.kind, not_ready.namespace, not_ready.correlation_id) == ("node", None, "n1")
-    assert lost.payload == {"node": "n1", "reason": "NodeLost"}
+    assert lost.payload == payloads.PodLost(node="n1", reason="NodeLost")
     assert (lost.kind, lost.causation_id, lost.correlation_id) == ("pod", not_ready.id, "default/g")
     # asked again (the loop keeps them in flight), the same ids come back
     assert [o.id for o in core.reconcile(state, 130.0)] == [o.id for o in core.reconcile(state, 111.0)]

@@ -7,6 +7,7 @@ import pytest
 from support.builders import gang, node, pod, podgroup, queue, res
 from support.events import EventLog
 
+from contracts import payloads
 from services.binder.core.core import BinderCore, BinderState
 from services.binder.core.verify import verify
 from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate
@@ -154,9 +155,9 @@ def test_accepted_plan_is_one_batch_of_events() -> None:
     ]
     assert {o.batch for o in outputs} == {"plan-1"}
     assert {o.causation_id for o in outputs} == {"plan-1"}
-    assert outputs[0].payload == {"node": "n1", "plan": "plan-1"}
-    assert outputs[2].payload == {"node": "n5", "reason": "preempt", "plan": "plan-1"}
-    assert outputs[3].payload["phase"] == "Inqueue"
+    assert outputs[0].payload == payloads.PodBound(node="n1", plan="plan-1")
+    assert outputs[2].payload == payloads.PodEvicting(node="n5", reason="preempt", plan="plan-1")
+    assert outputs[3].payload.phase == "Inqueue"
     assert len({o.id for o in outputs}) == 4
     # the same plan decided again (another binder, after a restart) names the same events
     _, again = BinderCore().submit_plan(cluster()[1], accepted, 1.0)
@@ -174,12 +175,9 @@ def test_rejected_plan_is_one_plan_rejected_and_changes_nothing() -> None:
         "default",
         "g",
     )
-    assert rejected.payload == {
-        "reason": "node n2 is NotReady",
-        "checked_seq": log.seq,
-        "plan": "plan-1",
-        "replica": "r1",
-    }
+    assert rejected.payload == payloads.PlanRejected(
+        reason="node n2 is NotReady", checked_seq=log.seq, plan="plan-1", replica="r1"
+    )
     assert rejected.batch is None
     assert core.dump(state) == before
 
@@ -189,12 +187,12 @@ def test_back_to_back_conflicting_plans_the_second_is_rejected() -> None:
     state, first = core.submit_plan(state, plan("a", binds("p0@n1", "p1@n1", "p2@n1")), 1.0)
     assert [o.type for o in first] == ["PodBound"] * 3
     state, second = core.submit_plan(state, plan("b", binds("p3@n1")), 1.0)
-    assert [(o.type, o.payload["reason"]) for o in second] == [
+    assert [(o.type, o.payload.reason) for o in second] == [
         ("PlanRejected", "pod default/p3 does not fit node n1: cpu requests 1000, 0 idle")
     ]
     # and a pod the first plan placed cannot be placed again
     _, third = core.submit_plan(state, plan("c", binds("p0@n5")), 1.0)
-    assert third[0].payload["reason"] == "pod default/p0 is already bound to node n1"
+    assert third[0].payload.reason == "pod default/p0 is already bound to node n1"
 
 
 def test_a_plan_then_its_own_events_from_the_log_count_once() -> None:
@@ -232,7 +230,7 @@ def test_binds_to_a_silent_node_are_rejected_before_it_is_marked_not_ready() -> 
     _, ok = core.submit_plan(state, plan("a", binds("p0@n1")), 105.0)
     _, silent = core.submit_plan(state, plan("b", binds("p0@n5")), 105.0)
     assert ok[0].type == "PodBound"
-    assert silent[0].payload["reason"] == "node n5 silent for 25.0s"
+    assert silent[0].payload.reason == "node n5 silent for 25.0s"
 
 
 def test_plans_of_a_real_session_commit_and_settle_the_schedulers_view() -> None:
@@ -285,7 +283,7 @@ def test_a_plan_too_large_to_commit_atomically_is_refused_whole() -> None:
     state, outputs = small.submit_plan(
         state, plan(b=binds("p0@n1", "p1@n1"), podgroups={"default/g": INQUEUE}), 1.0
     )
-    assert [(o.type, o.payload["reason"]) for o in outputs] == [
+    assert [(o.type, o.payload.reason) for o in outputs] == [
         ("PlanRejected", "plan of 3 events; at most 2 commit atomically")
     ]
     assert not state.inflight

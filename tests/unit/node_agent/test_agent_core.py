@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from contracts import payloads
 from contracts.codec import encode_object
 from contracts.objects import Container, Node, ObjectMeta, Pod, PodSpec, frozen_map
 from contracts.resources import Resources
@@ -123,7 +124,9 @@ class Agent:
         for output in self.core.reconcile(self.state, now):
             if output.kind == "pod":
                 transcript.append(describe_output(output))
-            self.append(output.type, output.kind, output.name, output.payload, output.causation_id, output.id)
+            self.append(
+                output.type, output.kind, output.name, output.plain_payload, output.causation_id, output.id
+            )
         return transcript
 
 
@@ -136,12 +139,12 @@ def describe_action(action: Start | Stop) -> str:
 
 
 def describe_output(output: Output) -> str:
-    payload = output.payload
+    report = output.payload
     details = [output.name, output.causation_id]
-    if output.type in ("PodSucceeded", "PodFailed"):
-        details.append(str(payload["exit_code"]))
-    if output.type in ("PodFailed", "PodTerminated"):
-        details.append(payload["reason"])
+    if isinstance(report, payloads.PodSucceeded | payloads.PodFailed):
+        details.append(str(report.exit_code))
+    if isinstance(report, payloads.PodFailed | payloads.PodTerminated):
+        details.append(report.reason)
     return " ".join([output.type, *details])
 
 
@@ -293,7 +296,7 @@ def test_nodes_are_registered_once_and_again_when_their_configuration_changes() 
         ("NodeRegistered", "node", None, "n1"),
         ("NodeRegistered", "node", None, "n2"),
     ]
-    assert first[0].payload == {"object": encode_object(node("n1"))}
+    assert first[0].payload == payloads.NodeRegistered(object=encode_object(node("n1")))
     assert [o.id for o in agent.core.reconcile(agent.state, 1.0)] == [o.id for o in first]  # deterministic
     agent.cycle()
     assert agent.core.reconcile(agent.state, 2.0) == []
@@ -315,7 +318,7 @@ def test_outputs_carry_the_run_and_the_job() -> None:
     assert running.type == "PodRunning"
     assert (running.namespace, running.name, running.causation_id) == ("default", "p1", "e2")
     assert running.correlation_id == "default/train"
-    assert running.payload == {"node": "n1", "started_at": 100.0}
+    assert running.payload == payloads.PodRunning(node="n1", started_at=100.0)
     assert running.expected_last_subject_seq is None
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from contracts import payloads
 from contracts.events import BINDER
 from contracts.objects import (
     Container,
@@ -22,6 +23,7 @@ from contracts.objects import (
     frozen_map,
 )
 from contracts.resources import Resources
+from contracts.typed_events import decode_payload
 from services.job_controller.core.expand import POD_GENERATION
 from services.scheduler.core.framework.plan import PodGroupUpdate, SessionResult
 from services.simulator.cluster import SimCluster
@@ -385,4 +387,7 @@ RESTART = [{"action": "RestartTask", "task": "w", "lo": 0, "hi": -1, "retain": "
 def test_transition_reason(
     fields: dict[str, Any], before: str, payload: dict[str, Any], cause: str | None, reason: str
 ) -> None:
-    assert transition_reason(job("j", 2, **fields), before, payload, cause) == reason
+    # written as the first lahars wrote them (schema version 1: the phase, the counts and what changed)
+    status = decode_payload("JobStatusChanged", 1, {"counts": {}, **payload})
+    assert isinstance(status, payloads.JobStatusChanged)
+    assert transition_reason(job("j", 2, **fields), before, status, cause) == reason
