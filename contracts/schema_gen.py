@@ -96,7 +96,8 @@ def _rooted(schema: dict[str, Any]) -> dict[str, Any]:
     """msgspec's {"$ref": "#/$defs/X", "$defs": {X: ...}} with X's schema at the root."""
     defs = dict(schema["$defs"])
     root = defs.pop(schema["$ref"].removeprefix("#/$defs/"))
-    return _tidy({**root, **({"$defs": defs} if defs else {})})
+    rooted: dict[str, Any] = _tidy({**root, **({"$defs": defs} if defs else {})})
+    return rooted
 
 
 def _object_reference(cls: type, def_name: str, field: str, prop: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ SCHEMA_FILES = sorted(p.relative_to(CONTRACTS).as_posix() for p in (CONTRACTS / 
 
 def address(channel: str, **values: str) -> str:
     """A channel's address with its parameters filled in."""
-    template = CHANNELS[channel]["address"]
+    template: str = CHANNELS[channel]["address"]
     assert set(re.findall(r"\{(\w+)\}", template)) == set(CHANNELS[channel].get("parameters", {}))
     return template.format(**values)
 
