@@ -75,8 +75,11 @@ def _channels() -> dict[str, Any]:
             ),
             "parameters": {
                 "kind": {
-                    "description": "the object's kind in lower case",
-                    "enum": ["command", "hypernode", "job", "priorityclass", "queue"],
+                    "description": (
+                        "the object's kind in lower case: job, queue, podgroup, pod, priorityclass, "
+                        "hypernode, command; it routes and names a rejection, admission reads the kind "
+                        "from the manifest"
+                    )
                 },
                 "namespace": {"description": _NAMESPACE},
                 "name": {"description": f"the object's name; {_TOKEN}"},
