@@ -9,7 +9,7 @@ import time
 
 import orjson
 
-from services.cli import bench_codec
+from services.cli import bench_codec, bench_payloads
 from services.cli.bench_e2e.figures import medians
 from services.cli.bench_e2e.run import BenchSpec
 from services.cli.bench_e2e.run import run_bench as run_e2e_bench
@@ -59,6 +59,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     codec.add_argument("-n", "--iterations", type=int, default=20000, help="calls per kind (default 20000)")
     codec.add_argument("-o", "--output", choices=("json", "table"), default="table")
     codec.set_defaults(handler=run_codec)
+    typed = kinds.add_parser(
+        "payloads", help="µs to decode an event payload: msgspec Struct, dataclass, unchecked"
+    )
+    typed.add_argument(
+        "-n", "--iterations", type=int, default=50000, help="calls per type and way (default 50000)"
+    )
+    typed.add_argument("-o", "--output", choices=("json", "table"), default="table")
+    typed.set_defaults(handler=run_payloads)
 
 
 def run_core(args: argparse.Namespace) -> int:
@@ -155,4 +163,28 @@ def run_codec(args: argparse.Namespace) -> int:
     print(f"{'kind':10} {'encode µs':>10} {'decode µs':>10}   ({args.iterations} calls each)")
     for kind, times in result["us_per_call"].items():
         print(f"{kind:10} {times['encode']:>10.2f} {times['decode']:>10.2f}")
+    return 0
+
+
+def run_payloads(args: argparse.Namespace) -> int:
+    if args.iterations < 1:
+        print(
+            f"lahar bench payloads: iterations: expected an integer >= 1, got {args.iterations}",
+            file=sys.stderr,
+        )
+        return 2
+    result = bench_payloads.run_bench(args.iterations)
+    if args.output == "json":
+        print(orjson.dumps(result).decode())
+        return 0
+    ways = ("struct", "dataclass", "unchecked")
+    print(
+        f"{'event type':24}"
+        + "".join(f"{way + ' µs':>14}" for way in ways)
+        + f"   ({args.iterations} calls each)"
+    )
+    for name, times in result["us_per_call"].items():
+        print(f"{name:24}" + "".join(f"{times[way]:>14.3f}" for way in ways))
+    relative = result["relative_to_struct"]
+    print(f"{'total / struct':24}" + "".join(f"{relative[way]:>14.2f}" for way in ways))
     return 0

@@ -1,0 +1,102 @@
+"""`lahar bench payloads`: microseconds to turn an event's plain payload into its typed class, the work
+every service does once per event it reads (contracts.typed_events.decode_payload).
+
+Three ways are timed on the same payloads, so the choice of msgspec Structs stays a measured one:
+
+- `struct`: msgspec.convert into the payload's Struct, every field's type checked (what lahar ships);
+- `dataclass`: msgspec.convert into a frozen, slotted dataclass with the same fields, checked the same way;
+- `unchecked`: the same dataclass built with `cls(**payload)`, no check at all: the floor any checked
+  decoding is compared with.
+
+The payloads are the events a busy stack carries most: a bind, a pod's phase reports, a PodGroup's
+status, a job's status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from contracts import payloads
+from contracts.objects import PodGroupCondition
+from contracts.typed_events import encode_payload
+
+WAYS = ("struct", "dataclass", "unchecked")
+
+
+def sample_payloads() -> dict[str, payloads.Payload]:
+    """One payload of each benchmarked event type, keyed by type."""
+    condition = payloads.condition_payload(
+        PodGroupCondition(type="Scheduled", transition_id="t-1", last_transition_time=1_700_000_000.0)
+    )
+    return {
+        "PodBound": payloads.PodBound(node="node-0417", plan="3f6f1c1e-9a47-4c61-9d0e-6c2f4b8f0a51"),
+        "PodRunning": payloads.PodRunning(node="node-0417", started_at=1_700_000_000.25),
+        "PodFailed": payloads.PodFailed(
+            node="node-0417", exit_code=137, reason="OOMKilled", message="exceeded 32Gi", finished_at=1.7e9
+        ),
+        "PodGroupStatusChanged": payloads.PodGroupStatusChanged(
+            phase="Running", conditions=(condition,), running=8, succeeded=0, failed=0, plan="p-1"
+        ),
+        "JobStatusChanged": payloads.JobStatusChanged(
+            phase="Running",
+            counts={"pending": 0, "running": 8, "succeeded": 0, "failed": 0},
+            task_status_count={"worker": {"Running": 7}, "ps": {"Running": 1}},
+            min_available=8,
+            retry_count=0,
+            version=1,
+            restart=(),
+            handled=("e-17/PodFailed",),
+            last_transition_time=1_700_000_000.0,
+            conditions=(payloads.JobCondition(status="Running", last_transition_time=1_700_000_000.0),),
+        ),
+    }
+
+
+def as_dataclass(struct: type[payloads.Payload]) -> type:
+    """A frozen, slotted dataclass with the Struct's fields, types and defaults (nested Structs stay)."""
+    fields = []
+    for field in msgspec.structs.fields(struct):
+        default = field.default if field.default is not msgspec.NODEFAULT else dataclasses.MISSING
+        fields.append((field.name, field.type, dataclasses.field(default=default)))
+    return dataclasses.make_dataclass(
+        f"{struct.__name__}Dataclass", fields, frozen=True, slots=True, kw_only=True
+    )
+
+
+def _microseconds_per_call(call: Callable[[], Any], iterations: int) -> float:
+    call()  # warm-up: msgspec compiles a decoder per type on first use
+    started = time.perf_counter()
+    for _ in range(iterations):
+        call()
+    return (time.perf_counter() - started) / iterations * 1e6
+
+
+def run_bench(iterations: int) -> dict[str, Any]:
+    """µs per decode, per event type and way, and each way's total over the types relative to `struct`."""
+    per_type: dict[str, dict[str, float]] = {}
+    for name, payload in sample_payloads().items():
+        plain = encode_payload(payload)
+        struct = type(payload)
+        dataclass = as_dataclass(struct)
+        per_type[name] = {
+            "struct": _microseconds_per_call(lambda p=plain, c=struct: msgspec.convert(p, c), iterations),
+            "dataclass": _microseconds_per_call(
+                lambda p=plain, c=dataclass: msgspec.convert(p, c), iterations
+            ),
+            "unchecked": _microseconds_per_call(lambda p=plain, c=dataclass: c(**p), iterations),
+        }
+    totals = {
+        way: sum(times[way] for times in per_type.values()) for way in ("struct", "dataclass", "unchecked")
+    }
+    return {
+        "iterations": iterations,
+        "us_per_call": {
+            name: {way: round(t, 3) for way, t in times.items()} for name, times in per_type.items()
+        },
+        "relative_to_struct": {way: round(total / totals["struct"], 2) for way, total in totals.items()},
+    }
