@@ -29,6 +29,13 @@ EncodedObject = Annotated[
     dict[str, Any],
     msgspec.Meta(description="An API object as contracts.codec encodes it: {kind, object}"),
 ]
+
+
+def _about(text: str) -> msgspec.Meta:
+    """A field's description, as the JSON Schemas for other languages show it."""
+    return msgspec.Meta(description=text)
+
+
 NodeName = Annotated[str, msgspec.Meta(min_length=1, description="a node's name")]
 PlanId = Annotated[str, msgspec.Meta(description="the id of the plan (scheduler or descheduler) committed")]
 EpochSeconds = Annotated[float, msgspec.Meta(ge=0, description="seconds since the epoch")]
@@ -103,7 +110,7 @@ class JobUpdated(ObjectPayload, frozen=True, kw_only=True):
 class JobSecretCreated(Payload, frozen=True, kw_only=True):
     name: str
     uid: str
-    data: dict[str, str]  # file name -> text (the ssh plugin's key pair)
+    data: Annotated[dict[str, str], _about("file name -> text (the ssh plugin's key pair)")]
 
 
 class PodSubmitted(ObjectPayload, frozen=True, kw_only=True):
@@ -132,9 +139,9 @@ class HyperNodeApplied(ObjectPayload, frozen=True, kw_only=True):
 
 
 class CommandIssued(Payload, frozen=True, kw_only=True):
-    action: str  # AbortJob, RestartJob, ResumeJob, ... (bus.volcano.sh)
-    target_kind: str  # Job | Queue
-    target: str  # the target's key: namespace/name for a Job, name for a Queue
+    action: Annotated[str, _about("AbortJob, RestartJob, ResumeJob, ... (bus.volcano.sh actions)")]
+    target_kind: Annotated[str, _about("Job | Queue")]
+    target: Annotated[str, _about("the target's key: namespace/name for a Job, name for a Queue")]
 
 
 class RejectedField(Payload, frozen=True, kw_only=True):
@@ -161,7 +168,9 @@ class PodCreated(ObjectPayload, frozen=True, kw_only=True):
 
 class PodDeletionRequested(Payload, frozen=True, kw_only=True):
     reason: str
-    node: str | None = None  # the node the pod was bound to when asked, so that node's agent stops it
+    node: Annotated[
+        str | None, _about("the node the pod was bound to when asked, so that its agent stops it")
+    ] = None
 
 
 class RestartTarget(Payload, frozen=True, kw_only=True):
@@ -170,12 +179,12 @@ class RestartTarget(Payload, frozen=True, kw_only=True):
     action: str
     task: str = ""
     lo: int = -1
-    hi: int = -1  # -1: no bound
+    hi: Annotated[int, _about("the last index restarted; -1: no bound")] = -1
     retain: str | None = None
 
 
 class JobCondition(Payload, frozen=True, kw_only=True):
-    status: str  # the phase entered
+    status: Annotated[str, _about("the phase entered")]
     last_transition_time: EpochSeconds | None = None
 
 
@@ -184,13 +193,13 @@ class JobStatusChanged(Payload, frozen=True, kw_only=True):
     version 1 payloads without them are upcast with their defaults)."""
 
     phase: str
-    counts: dict[str, int]  # pods by phase (lower-case) at the transition
+    counts: Annotated[dict[str, int], _about("pods by phase (lower-case) at the transition")]
     task_status_count: dict[str, dict[str, int]]
     min_available: int
     retry_count: int
     version: int
     restart: tuple[RestartTarget, ...]
-    handled: tuple[str, ...]  # the pending actions this transition ran or cancelled
+    handled: Annotated[tuple[str, ...], _about("the pending actions this transition ran or cancelled")]
     last_transition_time: EpochSeconds | None
     conditions: tuple[JobCondition, ...]
 
@@ -203,7 +212,7 @@ class JobCleanedUp(Payload, frozen=True, kw_only=True):
 
 
 class QueueStateChanged(Payload, frozen=True, kw_only=True):
-    state: str  # Open | Closing | Closed | Unknown
+    state: Annotated[str, _about("Open | Closing | Closed | Unknown")]
 
 
 # --- binder ----------------------------------------------------------------------------------------
@@ -221,7 +230,7 @@ class PodEvicting(Payload, frozen=True, kw_only=True):
 
 
 class PodGroupConditionPayload(Payload, frozen=True, kw_only=True):
-    type: str  # Unschedulable | Scheduled
+    type: Annotated[str, _about("Unschedulable | Scheduled")]
     status: str = "True"
     transition_id: str = ""
     last_transition_time: EpochSeconds | None = None
@@ -268,9 +277,9 @@ class PodGroupStatusChanged(Payload, frozen=True, kw_only=True):
 
 class PlanRejected(Payload, frozen=True, kw_only=True):
     reason: str
-    checked_seq: int  # the ledger's log position the plan was checked at
+    checked_seq: Annotated[int, _about("the ledger's log position the plan was checked at")]
     plan: PlanId
-    replica: str = ""  # the replica that sent it
+    replica: Annotated[str, _about("the replica that sent it")] = ""
 
 
 class NodeNotReady(Payload, frozen=True, kw_only=True):
@@ -302,7 +311,7 @@ class PodSucceeded(Payload, frozen=True, kw_only=True):
 
 class PodFailed(Payload, frozen=True, kw_only=True):
     node: NodeName
-    exit_code: int | None = None  # None: the containers never ran
+    exit_code: Annotated[int | None, _about("the containers' exit code; null: they never ran")] = None
     reason: str = "Error"
     message: str = ""
     finished_at: EpochSeconds | None = None
