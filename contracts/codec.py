@@ -23,7 +23,7 @@ from contracts.objects import ApiObject
 
 __all__ = ["KINDS", "DecodeError", "decode", "decode_object", "encode", "encode_object"]
 
-KINDS: Mapping[str, type] = {
+KINDS: Mapping[str, type[ApiObject]] = {
     cls.kind: cls
     for cls in (
         objects.Node,
@@ -45,7 +45,8 @@ def encode_object(obj: ApiObject) -> dict[str, Any]:
 
 def decode_object(data: Mapping[str, Any]) -> ApiObject:
     kind = data.get("kind")
-    cls = KINDS.get(kind)  # type: ignore[arg-type]
+    # a kind that is not a string (a list, a mapping) is unknown too, not a TypeError from the lookup
+    cls = KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise DecodeError(f"unknown kind {kind!r}")
     return decode(cls, data.get("object"))

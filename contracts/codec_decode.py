@@ -26,7 +26,7 @@ import operator
 import typing
 from collections.abc import Callable, Mapping
 from itertools import compress
-from typing import Any
+from typing import Any, TypeVar
 
 from contracts.codec_hints import SCALARS, field_hints, is_union, without_none
 from contracts.codec_values import (
@@ -42,9 +42,14 @@ from contracts.codec_values import (
 from contracts.objects import FrozenMap
 from contracts.resources import Resources
 
+T = TypeVar("T")
 
-def decode(cls: type, data: Any) -> Any:
-    return _top_level_decoder(cls)(data)
+
+def decode(cls: type[T], data: Any) -> T:
+    # mypy does not see a type[T] as Hashable (every class is), so the cache is keyed on it as a plain type
+    plain_cls: type = cls
+    decoded: T = _top_level_decoder(plain_cls)(data)
+    return decoded
 
 
 @functools.cache
@@ -89,7 +94,7 @@ def _field_decoder(hint: Any, where: str) -> Decoder | None:
         return to_float
     if hint is Resources:
         return resources_decoder(where)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _dataclass_decoder(hint, where)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is tuple:

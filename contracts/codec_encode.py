@@ -78,11 +78,11 @@ def _str_keys(items: dict[Any, Any]) -> Iterable[str]:
     return items if _STR.issuperset(map(type, items)) else map(str, items)
 
 
-def _mapping(value: Mapping) -> dict[str, Any]:
+def _mapping(value: Mapping[Any, Any]) -> dict[str, Any]:
     return {str(k): encode(v) for k, v in value.items()}
 
 
-def _sequence(value: tuple | list) -> list[Any]:
+def _sequence(value: tuple[Any, ...] | list[Any]) -> list[Any]:
     return list(map(encode, value))
 
 
@@ -120,7 +120,7 @@ def _field_encoder(hint: Any) -> tuple[type | None, Encoder] | None:
         return None
     if hint is Resources:
         return Resources, Resources.to_dict
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return hint, _class_encoder(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is tuple:

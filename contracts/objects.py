@@ -58,7 +58,7 @@ class FrozenMap(Mapping[str, Any]):
 FROZEN_EMPTY: Mapping[str, Any] = FrozenMap()
 
 
-def frozen_map(items: Mapping | None) -> Mapping:
+def frozen_map(items: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """A read-only copy of a mapping (or the shared empty one)."""
     return FrozenMap(items) if items else FROZEN_EMPTY
 

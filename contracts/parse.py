@@ -165,7 +165,9 @@ def _syntax_message(exc: yaml.YAMLError) -> str:
 def document_name(source: str, number: int, doc: object) -> str:
     """E.g. "jobs.yaml#2 (Job default/distcc)", with as much of the identity as the document gives."""
     name = f"{source}#{number}"
-    kind = doc.get("kind") if isinstance(doc, Mapping) else None
+    if not isinstance(doc, Mapping):
+        return name
+    kind = doc.get("kind")
     if not isinstance(kind, str) or not kind:
         return name
     meta = doc.get("metadata")
@@ -187,9 +189,8 @@ def _has_timestamp(doc: Mapping[str, object]) -> bool:
 
 def _with_identity(obj: ApiObject, index: int, stamped: bool) -> ApiObject:
     meta = obj.meta
-    changes: dict[str, object] = {}
-    if not stamped:
-        changes["creation_timestamp"] = float(index)
-    if not meta.uid:
-        changes["uid"] = f"{meta.namespace}-{meta.name}" if meta.namespace else meta.name
-    return replace(obj, meta=replace(meta, **changes)) if changes else obj
+    if stamped and meta.uid:
+        return obj
+    creation_timestamp = meta.creation_timestamp if stamped else float(index)
+    uid = meta.uid or (f"{meta.namespace}-{meta.name}" if meta.namespace else meta.name)
+    return replace(obj, meta=replace(meta, creation_timestamp=creation_timestamp, uid=uid))

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from contracts.errors import FieldError
 from contracts.objects import frozen_map
@@ -96,7 +96,7 @@ def as_string_list(value: object) -> tuple[str, ...]:
 
 
 def as_quantity(value: object) -> int:
-    milli = parse_quantity(value)  # type: ignore[arg-type]
+    milli = parse_quantity(value)
     # parse_quantity rejects negative text but lets YAML's own negative numbers through
     if milli < 0:
         raise ValueError(f"expected a non-negative quantity, got {value!r}")
@@ -112,7 +112,7 @@ def as_regex(value: object) -> str:
     return pattern
 
 
-def duration_seconds(text: str) -> float:
+def duration_seconds(text: object) -> float:
     """A Go duration ("30s", "1m", "1h30m", "250ms", "1.5h", "0") in seconds; ValueError if malformed."""
     if not isinstance(text, str) or not (text == "0" or _DURATION.fullmatch(text)):
         raise ValueError(f"expected a duration such as 30s, 1m30s or 250ms, got {describe(text)}")
@@ -190,8 +190,9 @@ class Fields:
 
     __slots__ = ("_data", "_document", "_errors", "path")
 
+    # keys are Any: a YAML mapping's keys may be of any type, and the readers only look strings up
     def __init__(
-        self, data: Mapping[object, object], path: str, document: str, errors: list[FieldError]
+        self, data: Mapping[Any, object], path: str, document: str, errors: list[FieldError]
     ) -> None:
         self._data = data
         self.path = path
@@ -268,7 +269,7 @@ class Fields:
     # collections
 
     def list_of(self, key: str, convert: Callable[[object], T]) -> tuple[T, ...]:
-        items = self._collection(key, list, "a list")
+        items = self._list(key)
         out = []
         for index, item in enumerate(items):
             try:
@@ -278,7 +279,7 @@ class Fields:
         return tuple(out)
 
     def map_of(self, key: str, convert: Callable[[object], T]) -> Mapping[str, T]:
-        items = self._collection(key, Mapping, "a mapping")
+        items = self._mapping(key)
         out = {}
         for name, item in items.items():
             if not isinstance(name, str):
@@ -308,26 +309,26 @@ class Fields:
 
     def frozen(self) -> Mapping[str, object]:
         """This whole mapping as free-form read-only data, for fields lahar passes along uninterpreted."""
-        return _freeze(self._data)  # type: ignore[return-value]
+        return frozen_map({key: _freeze(item) for key, item in self._data.items()})
 
     # nested objects
 
     def section(self, key: str, *, required: bool = False) -> Fields:
         """The mapping under `key`, or an empty one when it is absent, so optional sections read uniformly."""
-        value = self._collection(key, Mapping, "a mapping", required=required)
+        value = self._mapping(key, required=required)
         return Fields(value, self.at(key), self._document, self._errors)
 
     def optional(self, key: str, parse: Callable[[Fields], T]) -> T | None:
         """`parse` applied to the mapping under `key`, or None when it is absent."""
         if isinstance(self._data.get(key), Mapping):
             return parse(self.section(key))
-        self._collection(key, Mapping, "a mapping")  # reports a value of the wrong type
+        self._mapping(key)  # reports a value of the wrong type
         return None
 
     def each(self, key: str, parse: Callable[[Fields], T]) -> tuple[T, ...]:
         """`parse` applied to every mapping in the list under `key`."""
         out = []
-        for index, item in enumerate(self._collection(key, list, "a list")):
+        for index, item in enumerate(self._list(key)):
             path = f"{self.at(key)}[{index}]"
             if isinstance(item, Mapping):
                 out.append(parse(Fields(item, path, self._document, self._errors)))
@@ -335,15 +336,25 @@ class Fields:
                 self.error(f"expected a mapping, got {describe(item)}", path=path)
         return tuple(out)
 
-    def _collection(self, key: str, kind: type, name: str, *, required: bool = False) -> Mapping | list:
+    def _list(self, key: str) -> list[object]:
         value = self._data.get(key)
-        if isinstance(value, kind):
+        if isinstance(value, list):
             return value
+        self._wrong_or_missing(key, value, "a list", required=False)
+        return []
+
+    def _mapping(self, key: str, *, required: bool = False) -> Mapping[Any, object]:
+        value = self._data.get(key)
+        if isinstance(value, Mapping):
+            return value
+        self._wrong_or_missing(key, value, "a mapping", required=required)
+        return {}
+
+    def _wrong_or_missing(self, key: str, value: object, expected: str, *, required: bool) -> None:
         if value is not None:
-            self.error(f"expected {name}, got {describe(value)}", key)
+            self.error(f"expected {expected}, got {describe(value)}", key)
         elif required:
             self.error("required field is missing", key)
-        return {} if kind is Mapping else []
 
 
 # --- Kubernetes core/v1 --------------------------------------------------------------------------

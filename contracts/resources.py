@@ -49,9 +49,10 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes resource quantity."""
 
 
-def parse_quantity(value: str | int | float) -> int:
+def parse_quantity(value: object) -> int:
     """Parse a Kubernetes quantity into integer milli-units, rounding sub-milli values up (as Kubernetes'
-    MilliValue does), so that a request is never under-counted."""
+    MilliValue does), so that a request is never under-counted. Any other value a manifest may hold (a
+    boolean, a list) raises QuantityError."""
     if isinstance(value, bool):
         raise QuantityError(f"expected a quantity, got boolean {value!r}")
     if isinstance(value, int):
@@ -154,6 +155,8 @@ class Resources(Mapping[str, int]):
         inner = ", ".join(f"{k}={format_quantity(k, v)}" for k, v in sorted(self._items.items()))
         return f"Resources({inner})"
 
+    # narrower than Mapping.get (an int default, 0 unless given): a dimension a Resources does not hold is
+    # zero of it, and no caller asks for a default of another type
     def get(self, name: str, default: int = 0) -> int:  # type: ignore[override]
         return self._items.get(name, default)
 

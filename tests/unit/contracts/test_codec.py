@@ -97,6 +97,8 @@ def _pod(spec: object = None, **meta: object) -> dict[str, object]:
     "data, message",
     [
         ({"kind": "Widget", "object": {}}, "unknown kind 'Widget'"),
+        ({"kind": ["Pod"], "object": {}}, r"unknown kind \['Pod'\]"),
+        ({"object": {}}, "unknown kind None"),
         ({"kind": "Pod", "object": [1, 2]}, "Pod: expected a mapping, got list"),
         ({"kind": "Pod", "object": {}}, r"Pod\.meta: required, but missing"),
         ({"kind": "Pod", "object": {"meta": "p"}}, r"Pod\.meta: expected a mapping, got str"),
