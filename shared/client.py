@@ -14,6 +14,7 @@ running the pod: request JSON {"container": name or null, "offset": bytes alread
 from __future__ import annotations
 
 import asyncio
+import builtins  # LaharClient has a method named list: its annotations name the type as builtins.list
 import json
 import time
 import uuid
@@ -177,7 +178,7 @@ class LaharClient:
 
     async def watch(
         self, kind: str, namespace: str | None = None
-    ) -> tuple[list[ApiObject], AsyncIterator[tuple[str, ApiObject]]]:
+    ) -> tuple[builtins.list[ApiObject], AsyncIterator[tuple[str, ApiObject]]]:
         """The objects now, and from then on each change: ("put", object) or ("delete", its last state)."""
         resolved = resolve_kind(kind)
         scope = namespace if resolved in NAMESPACED else None
@@ -274,7 +275,7 @@ class LaharClient:
 
     # --- history (event log) and logs (node agents) -----------------------------------------------
 
-    async def events(self, job: str, namespace: str = "default") -> list[HistoryEntry]:
+    async def events(self, job: str, namespace: str = "default") -> builtins.list[HistoryEntry]:
         """The job's history: every event about it, its PodGroup, its pods and commands on it."""
         raw = []
         try:

@@ -63,7 +63,8 @@ def free_port(host: str = LOOPBACK) -> int:
 def _http_ok(url: str, timeout_s: float = 1.0) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            return 200 <= resp.status < 300
+            status: int = resp.status  # urlopen is typed as returning Any
+            return 200 <= status < 300
     except (urllib.error.URLError, OSError, ValueError):
         return False
 

@@ -79,4 +79,6 @@ def decode_heartbeat(data: bytes) -> Heartbeat:
         problems.append(f"nodes: expected non-empty strings, got {bad!r}")
     if problems:
         raise HeartbeatError("invalid heartbeat: " + "; ".join(problems))
+    # each value passed its check above; the checks gather every problem before raising, so mypy cannot
+    # narrow the values through them
     return Heartbeat(agent, float(sent), tuple(nodes))  # type: ignore[arg-type]

@@ -278,15 +278,17 @@ class Bus:
         if code != _WRONG_LAST_SEQUENCE:
             raise BatchRejected(description, code)
         # The server does not say which item failed its check: look at each guarded subject.
-        guarded = [item for item in items if item.expected_last_subject_seq is not None]
-        for item in guarded:
+        guarded = [
+            (item, expected) for item in items if (expected := item.expected_last_subject_seq) is not None
+        ]
+        for item, expected in guarded:
             last = await self._last_msg(item.guard or item.subject)
             if last is not None and last.msg_id in ids:
                 raise DuplicateBatch(f"{description}: this batch's events are already stored", code)
             actual = 0 if last is None else last.seq
-            if actual != item.expected_last_subject_seq:
-                raise ConcurrencyConflict(item.subject, item.expected_last_subject_seq, actual)
-        first = guarded[0] if guarded else items[0]
+            if actual != expected:
+                raise ConcurrencyConflict(item.subject, expected, actual)
+        first = guarded[0][0] if guarded else items[0]
         where = first.guard or first.subject
         raise ConcurrencyConflict(where, first.expected_last_subject_seq or 0, _parse_last_seq(error))
 

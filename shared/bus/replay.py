@@ -96,13 +96,14 @@ async def _first_match(
     if not filters:
         first = max(from_seq, state.first_seq)
         return first if state.messages and first <= state.last_seq else None
-    found = []
+    found: list[int] = []
     for subject in filters:
         try:
             msg = await jsm.get_msg(stream, seq=from_seq, subject=subject, next=True)
         except nats.js.errors.NotFoundError:
             continue
-        found.append(msg.seq)
+        if msg.seq is not None:  # the client types every field of a stored message as optional
+            found.append(msg.seq)
     return min(found, default=None)
 
 

@@ -30,6 +30,7 @@ from shared.runner_types import Output
 from shared.telemetry.tracing import (
     JOB_ATTRIBUTE,
     POD_ATTRIBUTE,
+    TraceFields,
     extract_context,
     records_spans,
     trace_fields,
@@ -226,7 +227,7 @@ class Publisher:
 
     def _envelope(self, output: Output, span: Span | None) -> Envelope:
         if span is None:
-            fields: dict[str, str | None] = {"traceparent": self._parent(output), "tracestate": None}
+            fields: TraceFields = {"traceparent": self._parent(output), "tracestate": None}
         else:
             fields = trace_fields(trace.set_span_in_context(span))
         return Envelope.create(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -270,7 +270,7 @@ class Etcd:
         resp = await self._call(
             "delete", self._client.kvstub.DeleteRange, rpc.DeleteRangeRequest(key=_key(key))
         )
-        return resp.deleted > 0
+        return int(resp.deleted) > 0
 
     async def delete_prefix(self, prefix: Key) -> int:
         req = rpc.DeleteRangeRequest(key=_key(prefix), range_end=prefix_end(prefix))
@@ -327,7 +327,7 @@ class Etcd:
 
     async def watch_prefix(
         self, prefix: Key, *, start_revision: int | None = None
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Changes under prefix from start_revision on, forever, in revision order.
 
         start_revision defaults to the revision after the current one when iteration starts; pass it

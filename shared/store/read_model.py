@@ -15,6 +15,7 @@ answers with a panic of the whole server when the client gives up on it.
 from __future__ import annotations
 
 import asyncio
+import builtins  # the class below has a method named list: its annotations name the type as builtins.list
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,14 +134,14 @@ class ReadModel:
         """Mark the object deleted as of seq; False if the key already reflects seq or later."""
         return (await self.apply([Write(kind, namespace, name, seq, None)]))[0]
 
-    async def apply(self, writes: Sequence[Write]) -> list[bool]:
+    async def apply(self, writes: Sequence[Write]) -> builtins.list[bool]:
         """Apply many writes with few round trips; per write, whether it moved its key forward."""
         applied: list[bool] = []
         for start in range(0, len(writes), _KEYS_PER_TXN):
             applied.extend(await self._apply_chunk(writes[start : start + _KEYS_PER_TXN]))
         return applied
 
-    async def _apply_chunk(self, writes: Sequence[Write]) -> list[bool]:
+    async def _apply_chunk(self, writes: Sequence[Write]) -> builtins.list[bool]:
         keys = [self.key(w.kind, w.namespace, w.name) for w in writes]
         # Within one call the newest write per key wins; the others are stale by definition.
         newest: dict[bytes, int] = {}
@@ -157,10 +158,8 @@ class ReadModel:
                 if stored_seq is not None and stored_seq >= writes[i].seq:
                     continue
                 guards.append(mod_revision_is(key, revision) if revision else absent(key))
-                doc = {
-                    "seq": writes[i].seq,
-                    "object": None if writes[i].object is None else dict(writes[i].object),
-                }
+                obj = writes[i].object
+                doc = {"seq": writes[i].seq, "object": None if obj is None else dict(obj)}
                 puts.append(put(key, msgpack.packb(doc, use_bin_type=True)))
                 chosen.add(i)
             if not puts:
@@ -175,7 +174,7 @@ class ReadModel:
             self._forget(newest)  # somebody else wrote one of them: read them again
         raise EtcdError(f"read model writes kept conflicting with another writer ({_MAX_ATTEMPTS} attempts)")
 
-    async def _current(self, keys: list[bytes]) -> dict[bytes, tuple[int | None, int]]:
+    async def _current(self, keys: builtins.list[bytes]) -> dict[bytes, tuple[int | None, int]]:
         """Each key's stored sequence (None: absent) and mod revision (0: absent): from `stored` where it
         knows, else read, one Range per key."""
         known = self.stored

@@ -41,7 +41,7 @@ def add_trace_context(_logger: WrappedLogger, _method: str, event_dict: EventDic
 def _add_service(service: str) -> Processor:
     def add(_logger: WrappedLogger, _method: str, event_dict: MutableMapping[str, Any]) -> EventDict:
         event_dict.setdefault("service", service)
-        return event_dict  # type: ignore[return-value]
+        return event_dict
 
     return add
 

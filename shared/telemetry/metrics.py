@@ -143,7 +143,11 @@ class Metric(Generic[ChildT]):
         return lines
 
     def _render_series(self, pairs: tuple[tuple[str, str], ...], child: ChildT) -> list[str]:
-        return [f"{self.name}{_labels_text(pairs)} {_number(child.value)}"]  # type: ignore[union-attr]
+        raise NotImplementedError
+
+
+def _scalar_series(name: str, pairs: tuple[tuple[str, str], ...], value: float) -> list[str]:
+    return [f"{name}{_labels_text(pairs)} {_number(value)}"]
 
 
 class Counter(Metric[CounterChild]):
@@ -151,6 +155,9 @@ class Counter(Metric[CounterChild]):
 
     def _new_child(self) -> CounterChild:
         return CounterChild()
+
+    def _render_series(self, pairs: tuple[tuple[str, str], ...], child: CounterChild) -> list[str]:
+        return _scalar_series(self.name, pairs, child.value)
 
     def inc(self, amount: float = 1.0) -> None:
         self.labels().inc(amount)
@@ -161,6 +168,9 @@ class Gauge(Metric[GaugeChild]):
 
     def _new_child(self) -> GaugeChild:
         return GaugeChild()
+
+    def _render_series(self, pairs: tuple[tuple[str, str], ...], child: GaugeChild) -> list[str]:
+        return _scalar_series(self.name, pairs, child.value)
 
     def set(self, value: float) -> None:
         self.labels().set(value)

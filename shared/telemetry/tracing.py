@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import structlog
 from opentelemetry import trace
@@ -101,7 +101,14 @@ def trace_headers(context: Context | None = None) -> dict[str, str]:
     return carrier
 
 
-def trace_fields(context: Context | None = None) -> dict[str, str | None]:
+class TraceFields(TypedDict):
+    """An event's trace context, as Envelope.create's keyword arguments of the same names."""
+
+    traceparent: str | None
+    tracestate: str | None
+
+
+def trace_fields(context: Context | None = None) -> TraceFields:
     """traceparent and tracestate (None when absent) of context or the current span: keyword arguments
     for Envelope.create, so the event carries its producer's span."""
     headers = trace_headers(context)
