@@ -74,13 +74,19 @@ class ClusterContext:
     def existing(self, kind: str, namespace: str, name: str) -> ApiObject | None:
         """The current object of a kind admission stores, or None."""
         if kind in ("Job", "Pod", "PodGroup"):
-            namespaced = {"Job": self.jobs, "Pod": self.plain_pods, "PodGroup": self.podgroups}[kind]
+            tables: dict[str, Mapping[str, ApiObject]] = {
+                "Job": self.jobs,
+                "Pod": self.plain_pods,
+                "PodGroup": self.podgroups,
+            }
+            namespaced = tables[kind]
             return namespaced.get(f"{namespace}/{name}")
-        table: Mapping[str, ApiObject] | None = {
+        cluster_scoped: dict[str, Mapping[str, ApiObject]] = {
             "Queue": self.queues,
             "PriorityClass": self.priority_classes,
             "HyperNode": self.hypernodes,
-        }.get(kind)
+        }
+        table = cluster_scoped.get(kind)
         return table.get(name) if table is not None else None
 
 

@@ -179,7 +179,7 @@ def _unchanged_or_refused(
     """Applying a stored Pod or PodGroup again records nothing; changing it is refused. The manifest is
     compared as admission would have stored it (defaults, its own group's name from the stored uid)."""
     meta = replace(obj.meta, uid=old.meta.uid, creation_timestamp=old.meta.creation_timestamp)
-    changed = changed_fields(old, admit(replace(obj, meta=meta), context, document).object)  # type: ignore[arg-type]
+    changed = changed_fields(old, admit(replace(obj, meta=meta), context, document).object)
     if not changed:
         return Decision(True, objects=(old,))
     message = f"a {obj.kind} cannot be changed once submitted; delete it and submit it again"
@@ -189,8 +189,10 @@ def _unchanged_or_refused(
 def _carry(old: ApiObject, new: ApiObject) -> ApiObject:
     """An update keeps the object's identity and its controller-owned status."""
     meta = replace(new.meta, uid=old.meta.uid, creation_timestamp=old.meta.creation_timestamp)
-    if isinstance(new, Job | Queue):
-        return replace(new, meta=meta, status=old.status)  # type: ignore[union-attr]
+    if isinstance(new, Job) and isinstance(old, Job):
+        return replace(new, meta=meta, status=old.status)
+    if isinstance(new, Queue) and isinstance(old, Queue):
+        return replace(new, meta=meta, status=old.status)
     return replace(new, meta=meta)
 
 

@@ -44,7 +44,7 @@ class Overlay(Mapping[str, Any]):
 
     def __contains__(self, key: object) -> bool:
         if key in self._changes:
-            return self._changes[key] is not _GONE  # type: ignore[index]
+            return self._changes[key] is not _GONE
         return key in self._base
 
     def __iter__(self) -> Iterator[str]:

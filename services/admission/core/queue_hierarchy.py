@@ -153,7 +153,7 @@ def _ancestor_capability(queue: Queue, dim: str, context: ClusterContext) -> int
         found = context.queues.get(ancestor)
         if found is None:
             return None
-        value = (found.capability or {}).get(dim, 0)
+        value = (found.capability or EMPTY).get(dim, 0)
         if value > 0:
             return value
         ancestor = found.parent
@@ -162,7 +162,7 @@ def _ancestor_capability(queue: Queue, dim: str, context: ClusterContext) -> int
 
 def _subtree_capability(queue: Queue, dim: str, context: ClusterContext, seen: set[str]) -> int:
     """A queue's own capability of `dim`, or else the largest one set below it."""
-    value = (queue.capability or {}).get(dim, 0)
+    value = (queue.capability or EMPTY).get(dim, 0)
     if value > 0 or queue.meta.name in seen:
         return value
     seen.add(queue.meta.name)

@@ -8,7 +8,7 @@ import re
 from contracts.errors import FieldError
 from contracts.objects import Queue
 from contracts.parse_fields import join_path
-from contracts.resources import Resources, format_quantity
+from contracts.resources import EMPTY, Resources, format_quantity
 from services.admission.core.context import ClusterContext
 from services.admission.core.mutate import HIERARCHY, HIERARCHY_WEIGHTS
 
@@ -72,7 +72,7 @@ def _guarantee_deserved_capability(queue: Queue, document: str) -> list[FieldErr
                     f"guarantee[{dim}]={_show(dim, guaranteed)}",
                 )
             )
-    capability = queue.capability or {}
+    capability = queue.capability or EMPTY
     for dim, value in deserved.items():
         # a resource the capability does not name is not limited
         if dim in capability and value > capability[dim]:

@@ -147,7 +147,8 @@ def dump_state(state: AgentState) -> bytes:
         },
         "orphans": {run_id: [o.pod, o.grace_s, o.stop_issued] for run_id, o in state.orphans.items()},
     }
-    return msgpack.packb(data, use_bin_type=True)
+    packed: bytes = msgpack.packb(data, use_bin_type=True)  # msgpack is untyped
+    return packed
 
 
 def load_state(blob: bytes) -> AgentState:

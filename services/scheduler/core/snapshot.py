@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from contracts.objects import HyperNode, Node, ObjectMeta, Pod, PodGroup, PriorityClass, Queue
 from services.scheduler.core.model.node_base import NodeBase
@@ -40,7 +41,7 @@ class ClusterSnapshot:
     def from_objects(cls, objects: Iterable[object], sequence: int = 0) -> ClusterSnapshot:
         """Sort objects by kind; other kinds (Job, Command) are ignored here (the job-controller expands
         Jobs before the scheduler sees them). The `default` queue always exists, as in Volcano."""
-        buckets: dict[type, list] = {
+        buckets: dict[type, list[Any]] = {
             Node: [],
             Pod: [],
             PodGroup: [],

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+import numpy as np
+
 from contracts.objects import PodGroupCondition
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
@@ -112,7 +114,12 @@ class AllocateAction(Action):
             queues.push(queue)
 
     def allocate_tasks(
-        self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo], allowed=None
+        self,
+        ssn: Session,
+        job: JobInfo,
+        queue: QueueInfo,
+        tasks: PriorityQueue[TaskInfo],
+        allowed: np.ndarray | None = None,
     ) -> Statement | None:
         stmt = ssn.statement()
         failed_roles: dict[str, dict[str, int]] = {}

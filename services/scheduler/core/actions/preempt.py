@@ -67,10 +67,10 @@ class PreemptAction(Action):
     }
 
     def execute(self, ssn: Session) -> None:
-        self.topology_aware = argument(self.arguments, "enableTopologyAwarePreemption", False)
-        self.min_candidates_percentage = argument(self.arguments, "minCandidateNodesPercentage", 10)
-        self.min_candidates = argument(self.arguments, "minCandidateNodesAbsolute", 1)
-        self.max_candidates = argument(self.arguments, "maxCandidateNodesAbsolute", 100)
+        self.topology_aware: bool = argument(self.arguments, "enableTopologyAwarePreemption", False)
+        self.min_candidates_percentage: int = argument(self.arguments, "minCandidateNodesPercentage", 10)
+        self.min_candidates: int = argument(self.arguments, "minCandidateNodesAbsolute", 1)
+        self.max_candidates: int = argument(self.arguments, "maxCandidateNodesAbsolute", 100)
 
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}

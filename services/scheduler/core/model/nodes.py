@@ -67,7 +67,8 @@ class NodeTable:
         return self.future
 
     def future_idle_row(self, i: int) -> np.ndarray:
-        return self.future[i]
+        row: np.ndarray = self.future[i]
+        return row
 
     # --- accounting ---------------------------------------------------------------------------------
     def add_task(self, i: int, task: TaskInfo) -> None:
@@ -105,7 +106,9 @@ class NodeTable:
         del self.tasks[i][task.uid]
 
     def total_allocatable(self) -> np.ndarray:
-        return self.allocatable.sum(axis=0)
+        total: np.ndarray = self.allocatable.sum(axis=0)
+        return total
 
     def total_used(self) -> np.ndarray:
-        return self.used.sum(axis=0)
+        total: np.ndarray = self.used.sum(axis=0)
+        return total

@@ -12,7 +12,7 @@ If the request does not fit next to what the node uses on a weighted resource, t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -68,12 +68,13 @@ class BinpackPlugin(Plugin):
         self._weights = np.array([weights[col] for col in self._columns], dtype=np.int64)
         self._allocatable = np.ascontiguousarray(nodes.allocatable[:, self._columns])
         self._used = np.ascontiguousarray(nodes.used[:, self._columns])
-        self._everywhere = (self._allocatable > 0).all(axis=0).tolist()  # no zero-capacity guard needed
+        # per column, no zero-capacity guard needed (a list: numpy's stubs do not know the matrix is 2-D)
+        self._everywhere: list[bool] = cast(np.ndarray, (self._allocatable > 0).all(axis=0)).tolist()
         self._node_of: dict[str, int] = {}  # where an in-session placement went (undo sees node -1)
         self._plans: dict[bytes, tuple[np.ndarray, list[tuple[int, int, bool]], int]] = {}
 
     def node_order(self, ssn: Session, task: TaskInfo, candidates: np.ndarray) -> np.ndarray:
-        score = np.zeros(len(candidates))
+        score: np.ndarray = np.zeros(len(candidates))
         plan = self._plans.get(task.vector.tobytes())
         if plan is None:
             plan = self._plan(task.vector)
@@ -107,7 +108,7 @@ class BinpackPlugin(Plugin):
         request = vector[self._columns]
         asked = request > 0
         scored = [
-            (j, int(self._weights[j]), self._everywhere[j])
+            (int(j), int(self._weights[j]), self._everywhere[j])
             for j in np.flatnonzero(asked & (self._weights > 0))
         ]
         weight_sum = int(self._weights[asked].sum()) if self._weight else 0

@@ -68,7 +68,7 @@ class DrfPlugin(Plugin):
 
     def _with_task(self, row: int, task: TaskInfo, sign: int) -> np.ndarray:
         """A copy of a job's allocation with `task` added (sign 1) or removed (sign -1)."""
-        vector = self._allocated[row].copy()
+        vector: np.ndarray = self._allocated[row].copy()
         vector[: self._pods] += sign * task.vector
         vector[self._pods] += sign
         return vector

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 def dominant_shares(allocated: np.ndarray, inverse: np.ndarray) -> np.ndarray:
     """Per row, max over resources of allocated / cluster total (resources the cluster has none of are
     ignored: `inverse` is 0 there)."""
-    return (allocated * inverse).max(axis=-1, initial=0.0)
+    shares: np.ndarray = (allocated * inverse).max(axis=-1, initial=0.0)
+    return shares
 
 
 def _weight(weights: list[str], i: int) -> float:

@@ -11,6 +11,7 @@ O(depth x dims) per event instead of re-summing thousands of nodes.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import numpy as np
 
@@ -96,7 +97,11 @@ class HyperNodeIndex:
 
     def covers(self, cols: list[int], need: np.ndarray) -> np.ndarray:
         """Per HyperNode: `need` (on `cols`) <= idle or <= future idle of its members."""
-        return (self.idle[:, cols] >= need).all(axis=1) | (self.future[:, cols] >= need).all(axis=1)
+        # arrays, one flag per row: numpy's stubs do not know these are 2-D, so they allow a scalar as well
+        by_idle = cast(np.ndarray, (self.idle[:, cols] >= need).all(axis=1))
+        by_future = cast(np.ndarray, (self.future[:, cols] >= need).all(axis=1))
+        covered: np.ndarray = by_idle | by_future
+        return covered
 
     def binpack(self, rows: np.ndarray | slice, request: np.ndarray, column_weight: np.ndarray) -> np.ndarray:
         """Volcano's HyperNode binpack: sum_r w_r * (held_r + request_r) / allocatable_r / sum_r w_r over the
@@ -112,6 +117,7 @@ class HyperNodeIndex:
         per_resource = after / np.maximum(allocatable, 1) * weights
         overflow = after > allocatable
         # column by column: cheaper than reductions along rows of two or three resources
+        score: np.ndarray
         score, over = per_resource[:, 0], overflow[:, 0]
         for j in range(1, len(cols)):
             score, over = score + per_resource[:, j], over | overflow[:, j]

@@ -189,7 +189,7 @@ class NetworkTopologyAwarePlugin(Plugin):
         domain = self._jobs.domain(job)
         if not domain:
             return np.zeros(len(candidates))
-        scores = self._index.lca_tier_scores(domain)[candidates]
+        scores: np.ndarray = self._index.lca_tier_scores(domain)[candidates]
         tied = scores == scores.max()
         if tied.sum() > 1:  # the nodes whose HyperNode already holds more of the job's tasks
             leaves = self._index.leaf[candidates[tied]]

@@ -108,7 +108,8 @@ class NodeIndex:
             for value, code in vocabulary.items():
                 number = _parse_int(value)
                 by_code[code] = number is not None and (number > bound if op == "Gt" else number < bound)
-            return by_code[codes]
+            matched: np.ndarray = by_code[codes]
+            return matched
         return None
 
     def field_mask(self, req: SelectorRequirement) -> np.ndarray | None:
@@ -185,4 +186,5 @@ class NodeIndex:
             ],
             dtype=np.int64,
         )
-        return counts[codes]
+        per_node: np.ndarray = counts[codes]
+        return per_node

@@ -25,7 +25,7 @@ Deviations:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 import numpy as np
 
@@ -55,10 +55,13 @@ _WEIGHTS = {
 def _mean(per_resource: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
     """Kubernetes' equal-weight average over cpu and memory (columns), floored; a resource the node has
     none of is left out (`valid` None: every candidate has both)."""
+    mean: np.ndarray
     if valid is None:
-        return (per_resource[:, 0] + per_resource[:, 1]) // 2
+        mean = (per_resource[:, 0] + per_resource[:, 1]) // 2
+        return mean
     counted = np.where(valid, per_resource, 0)
-    return (counted[:, 0] + counted[:, 1]) // np.maximum(valid[:, 0].astype(np.int64) + valid[:, 1], 1)
+    mean = (counted[:, 0] + counted[:, 1]) // np.maximum(valid[:, 0].astype(np.int64) + valid[:, 1], 1)
+    return mean
 
 
 def least_allocated(held: np.ndarray, allocatable: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
@@ -80,9 +83,11 @@ def balanced_allocation(fractions: list[np.ndarray], valid: list[np.ndarray] | N
         else:
             mean = sum(fractions) / len(fractions)
             std = np.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
-        return np.trunc((1 - std) * MAX_SCORE)
+        score: np.ndarray = np.trunc((1 - std) * MAX_SCORE)
+        return score
     pairs = list(zip(fractions, valid, strict=True))
-    count = sum(v.astype(np.int64) for v in valid)
+    # an array: `valid` is never empty (one entry per scored resource)
+    count = cast(np.ndarray, sum(v.astype(np.int64) for v in valid))
     high = np.maximum.reduce([np.where(v, f, -np.inf) for f, v in pairs])
     low = np.minimum.reduce([np.where(v, f, np.inf) for f, v in pairs])
     std = np.where(count == 2, (high - low) / 2, 0.0)
@@ -91,7 +96,8 @@ def balanced_allocation(fractions: list[np.ndarray], valid: list[np.ndarray] | N
         mean = sum(np.where(v, f, 0.0) for f, v in pairs) / n
         spread = sum(np.where(v, (f - mean) * (f - mean), 0.0) for f, v in pairs) / n
         std = np.where(count > 2, np.sqrt(spread), std)
-    return np.trunc((1 - std) * MAX_SCORE)
+    score = np.trunc((1 - std) * MAX_SCORE)
+    return score
 
 
 def normalise(raw: np.ndarray, reverse: bool = False) -> np.ndarray:
@@ -155,14 +161,14 @@ class NodeOrderPlugin(Plugin):
             raw = self._preferred_scores(spec.node_affinity.preferred)
             scores += self._affinity_weight * normalise(raw.take(candidates))
         if self._taint_weight:
-            raw = self._intolerable.get(spec.tolerations)
-            if raw is None:
-                raw = self._index.intolerable_preferred(spec.tolerations)
+            intolerable = self._intolerable.get(spec.tolerations)
+            if intolerable is None:
+                intolerable = self._index.intolerable_preferred(spec.tolerations)
                 # empty: no node has a PreferNoSchedule taint this pod minds, every node scores the maximum
-                raw = raw if raw.any() else raw[:0]
-                self._intolerable[spec.tolerations] = raw
-            if len(raw):
-                scores += self._taint_weight * normalise(raw.take(candidates), reverse=True)
+                intolerable = intolerable if intolerable.any() else intolerable[:0]
+                self._intolerable[spec.tolerations] = intolerable
+            if len(intolerable):
+                scores += self._taint_weight * normalise(intolerable.take(candidates), reverse=True)
             else:
                 scores += self._taint_weight * MAX_SCORE
         return scores

@@ -76,7 +76,7 @@ class PredicatesPlugin(Plugin):
         self._index = NodeIndex(ssn.nodes)
         not_ready = ~ssn.nodes.ready
         self._not_ready = _failure(NOT_READY, not_ready) if not_ready.any() else None
-        self._static: dict[tuple, tuple[NodeFailure, ...]] = {}
+        self._static: dict[tuple[object, ...], tuple[NodeFailure, ...]] = {}
 
     def predicate(self, ssn: Session, task: TaskInfo) -> Sequence[NodeFailure]:
         static = self._static.get(task.signature)
