@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import structlog
 
@@ -54,13 +55,14 @@ def nodes_to_plain(nodes: Mapping[str, NodeRecord]) -> dict[str, list[object]]:
     return {name: [encode_object(r.node), r.seq] for name, r in nodes.items()}
 
 
-def nodes_from_plain(raw: Mapping[str, list[object]]) -> dict[str, NodeRecord]:
+def nodes_from_plain(raw: Mapping[str, list[Any]]) -> dict[str, NodeRecord]:
+    """The nodes of a decoded checkpoint (untyped MessagePack: checked here)."""
     out = {}
     for name, (plain, seq) in raw.items():
-        node = decode_object(plain)  # type: ignore[arg-type]
+        node = decode_object(plain)
         if not isinstance(node, Node):
             raise ValueError(f"checkpoint node {name}: holds a {node.kind}")
-        out[name] = NodeRecord(node, int(seq))  # type: ignore[call-overload]
+        out[name] = NodeRecord(node, int(seq))
     return out
 
 

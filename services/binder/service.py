@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import nats.errors
@@ -210,7 +210,7 @@ class BinderService(EventSourcedService[BinderShellState]):
                 with contextlib.suppress(nats.errors.Error):
                     await consumer.close()
 
-    async def _handle(self, deliveries: list[Delivery]) -> None:
+    async def _handle(self, deliveries: Sequence[Delivery]) -> None:
         """Check a fetched batch of plans in order against the ledger (each accepted one is folded into it
         at once, so the next is checked against it), publish every accepted plan's events together as
         atomic batches and the rejections beside them, then acknowledge each plan. One round trip per

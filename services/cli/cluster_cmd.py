@@ -41,12 +41,10 @@ def add_connection(parser: argparse.ArgumentParser) -> None:
 
 
 def command(
-    sub: argparse._SubParsersAction, name: str, help_text: str, **kwargs: object
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
 ) -> argparse.ArgumentParser:
     """A cluster subcommand: connection flags, and the exit codes in its help."""
-    parser = sub.add_parser(
-        name, help=help_text, description=help_text, epilog=output.EXIT_CODES_HELP, **kwargs
-    )
+    parser = sub.add_parser(name, help=help_text, description=help_text, epilog=output.EXIT_CODES_HELP)
     add_connection(parser)
     return parser
 

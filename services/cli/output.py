@@ -20,7 +20,7 @@ import yaml
 from contracts.codec import encode
 from contracts.objects import API_VERSIONS, ApiObject
 from contracts.resources import format_quantity
-from shared.client import Answer
+from shared.client_reads import Answer
 
 FORMATS = ("table", "wide", "json", "yaml")
 # scripts can trust these (every cluster command documents them in its help)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import nats.errors
 from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.util.types import AttributeValue
 
 from services.scheduler.plans import PlanMessage, encode_plan
 from shared.bus.jetstream import Bus
@@ -29,7 +30,7 @@ async def publish_plan(
 ) -> None:
     """Send plan under a span that is a child of traceparent (the PodGroup's trace, when known)."""
     context = extract_context({"traceparent": traceparent}) if traceparent else None
-    attributes = {
+    attributes: dict[str, AttributeValue] = {
         JOB_ATTRIBUTE: plan.subject,
         "lahar.plan.id": plan.plan_id,
         "lahar.plan.seq": plan.seq,

@@ -70,12 +70,13 @@ class ViewCore:
                 state.traces.pop(podgroup_key(pod), None)
         state.view.apply(event)
         if event.type in _TRACED and event.traceparent:
-            key: str | None = event_key(event)
+            key = event_key(event)
+            traced: str | None = key
             if event.type == "PodCreated":  # the view has just decoded the pod: read it, not the payload
                 pod = state.view.pod(key)
-                key = podgroup_key(pod) if pod is not None else None
-            if key is not None:
-                state.traces[key] = event.traceparent
+                traced = podgroup_key(pod) if pod is not None else None
+            if traced is not None:
+                state.traces[traced] = event.traceparent
         elif event.type == "PodGroupDeleted":
             state.traces.pop(event_key(event), None)
         return state

@@ -34,7 +34,7 @@ class Controllers:
         """The first moment after `now` at which the job-controller acts without any new event: a delayed
         policy action (a timeout) falls due, or a finished job's ttlSecondsAfterFinished runs out. The
         service loop finds these by reconciling on a timer; the simulated clock jumps to them instead."""
-        moments = []
+        moments: list[float] = []
         for record in self.jobs.jobs.values():
             if not record.active or record.job is None:
                 continue

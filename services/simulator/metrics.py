@@ -73,9 +73,9 @@ class UsageRecorder:
             for dim, value in dims.items():
                 totals[dim] = totals.get(dim, 0) + value
         used: dict[str, float] = {}
-        for dims in self.integral.values():
-            for dim, value in dims.items():
-                used[dim] = used.get(dim, 0.0) + value
+        for integrals in self.integral.values():
+            for dim, integral in integrals.items():
+                used[dim] = used.get(dim, 0.0) + integral
         return {
             dim: round(used.get(dim, 0.0) / (total * makespan), 4) for dim, total in sorted(totals.items())
         }

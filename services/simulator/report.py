@@ -29,7 +29,8 @@ def _condition(c: Any) -> dict[str, Any]:
 
 def _stuck_message(run: SimulationRun) -> str:
     world = run.world
-    holders, waiters = [], []
+    holders: list[str] = []
+    waiters: list[str] = []
     for key in world.unfinished_jobs():
         running = sum(
             1 for k, g in world.pod_job.items() if g == key and world.pods[k].status.phase == "Running"

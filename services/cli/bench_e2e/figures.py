@@ -58,8 +58,10 @@ def medians(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for key, first in runs[0].items():
         values = [run.get(key) for run in runs]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            merged[key] = round(statistics.median(values), 4)  # type: ignore[type-var]
-        elif isinstance(first, Mapping) and all(isinstance(v, Mapping) for v in values):
-            merged[key] = medians(values)  # type: ignore[arg-type]
+        numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        mappings = [v for v in values if isinstance(v, Mapping)]
+        if len(numbers) == len(values):
+            merged[key] = round(statistics.median(numbers), 4)
+        elif isinstance(first, Mapping) and len(mappings) == len(values):
+            merged[key] = medians(mappings)
     return merged

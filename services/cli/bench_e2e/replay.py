@@ -59,7 +59,8 @@ async def replay_rates(stack: BenchStack, say: Callable[[str], None]) -> dict[st
     etcd = await Etcd.connect(host, int(port))
     rates: dict[str, dict[str, float]] = {}
     try:
-        for record in StackState.read(stack.home).services:  # type: ignore[union-attr]
+        # the supervisor rewrites the state as it restarts services: their pids as of now
+        for record in (StackState.read(stack.home) or state).services:
             health = await asyncio.to_thread(service_health, record.metrics_port) or {}
             await CheckpointStore(etcd, _checkpoint_key(record.name, health)).delete()
             say(f"replaying {record.name} from the start of the log")

@@ -42,7 +42,7 @@ class Workload:
 def make_nodes(count: int) -> list[Node]:
     nodes = []
     for i in range(count):
-        spec = {"cpu": 32, "memory": "256Gi", "pods": 110}
+        spec: dict[str, str | int] = {"cpu": 32, "memory": "256Gi", "pods": 110}
         if i % 4 == 0:
             spec["nvidia.com/gpu"] = 8
         allocatable = Resources.parse(spec)
