@@ -15,6 +15,7 @@ status, a job's status.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -83,16 +84,13 @@ def run_bench(iterations: int) -> dict[str, Any]:
         plain = encode_payload(payload)
         struct = type(payload)
         dataclass = as_dataclass(struct)
-        per_type[name] = {
-            "struct": _microseconds_per_call(lambda p=plain, c=struct: msgspec.convert(p, c), iterations),
-            "dataclass": _microseconds_per_call(
-                lambda p=plain, c=dataclass: msgspec.convert(p, c), iterations
-            ),
-            "unchecked": _microseconds_per_call(lambda p=plain, c=dataclass: c(**p), iterations),
+        ways: dict[str, Callable[[], Any]] = {
+            "struct": functools.partial(msgspec.convert, plain, struct),
+            "dataclass": functools.partial(msgspec.convert, plain, dataclass),
+            "unchecked": functools.partial(dataclass, **plain),
         }
-    totals = {
-        way: sum(times[way] for times in per_type.values()) for way in ("struct", "dataclass", "unchecked")
-    }
+        per_type[name] = {way: _microseconds_per_call(call, iterations) for way, call in ways.items()}
+    totals = {way: sum(times[way] for times in per_type.values()) for way in WAYS}
     return {
         "iterations": iterations,
         "us_per_call": {
