@@ -127,7 +127,10 @@ class Core(Protocol[S]):
     - load(dump(state)) == state; dump is called for checkpoints, load at start.
     """
 
-    name: str  # the service name: also the checkpoint key, the election name and the events' producer
+    @property
+    def name(self) -> str:
+        """The service name: also the checkpoint key, the election name and the events' producer."""
+        ...
 
     def initial(self) -> S: ...
 
@@ -141,7 +144,9 @@ class Core(Protocol[S]):
         """The keys whose time-based decision may fall due at `now`; must not walk the whole state."""
         ...
 
-    def reconcile(self, state: S, now: float, keys: Collection[Key] | None = None) -> list[Output]: ...
+    # Keys are Any here: each core picks its own key type (str, tuples) and the loop only carries them from
+    # touched() and due() to reconcile(); a Collection[Hashable] parameter would refuse every such core.
+    def reconcile(self, state: S, now: float, keys: Collection[Any] | None = None) -> list[Output]: ...
 
     def dump(self, state: S) -> bytes: ...
 

@@ -33,7 +33,7 @@ from contracts.objects import (
     PriorityClass,
     Queue,
 )
-from contracts.payloads import ObjectPayload
+from contracts.payloads import ObjectPayload, decode_as
 from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
 from services.admission.core.implicit_podgroup import GROUP_NAME
@@ -148,7 +148,7 @@ def _pod_submitted(view: View, event: Event) -> None:
     pod = submitted.decoded()
     view.plain_pods[pod.meta.key] = pod
     if submitted.podgroup is not None:
-        group = codec.decode_object(submitted.podgroup)
+        group = decode_as(submitted.podgroup, PodGroup)
         view.podgroups[group.meta.key] = group
 
 
@@ -260,7 +260,7 @@ def stamp(obj: ApiObject, context: ClusterContext, uid: str, now: float) -> ApiO
         return obj
     if context.existing(obj.kind, obj.meta.namespace, obj.meta.name) is not None:
         return obj
-    return replace(obj, meta=replace(obj.meta, uid=uid, creation_timestamp=now))  # type: ignore[arg-type]
+    return replace(obj, meta=replace(obj.meta, uid=uid, creation_timestamp=now))
 
 
 def plan(requests: Sequence[Request], view: View, request_id: str, now: float) -> Plan:
@@ -339,7 +339,7 @@ def assume(context: ClusterContext, decision: Decision, *, deleted: bool = False
             continue
         current = Overlay(getattr(context, table))
         changed = current.without(obj.meta.key) if deleted else current.with_value(obj.meta.key, obj)
-        context = replace(context, **{table: changed})
+        context = replace(context, **{table: changed})  # type: ignore[arg-type]  # `table` names an Overlay field
     return context
 
 
@@ -394,8 +394,8 @@ class AdmissionViewCore:
         if document.get("version") != CHECKPOINT_VERSION:
             raise ValueError(f"unsupported admission checkpoint version {document.get('version')!r}")
         view = View(pods=document["pods"], subjects=document["subjects"], seq=document["seq"])
-        for data in document["objects"]:
-            obj = codec.decode_object(data)
+        for encoded in document["objects"]:
+            obj = codec.decode_object(encoded)
             getattr(view, _TABLES[obj.kind.lower()])[obj.meta.key] = obj
         for queue, allocated in view.pods.values():
             if allocated:
