@@ -9,7 +9,7 @@ from typing import Any
 
 import msgpack
 
-from contracts import codec
+from contracts import codec, payloads
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import Job, PriorityClass
 from services.job_controller.core import deadlines, fold, reconcile
@@ -87,8 +87,9 @@ def _job_of(state: State, event: Event) -> str | None:
         return pod_key(event.namespace or "", event.name)
     if event.kind == "pod":
         return state.pod_owner.get(pod_key(event.namespace or "", event.name))
-    if event.type == "CommandIssued" and event.payload.get("target_kind") == "Job":
-        return str(event.payload.get("target"))
+    if event.type == "CommandIssued":
+        command = event.payload_as(payloads.CommandIssued)
+        return command.target if command.target_kind == "Job" else None
     return None
 
 

@@ -1,9 +1,7 @@
 """Fold one event into the job-controller's state (in place; see state.py).
 
 Keys come from the event's subject (`<namespace>/<name>`), which is the object's identity on the log.
-Pod events are matched to the current generation of the pod: an event naming a node other than the one the
-pod is bound to, or a `uid` other than the pod's (when the payload carries one), is about an earlier
-generation of the same pod name and is ignored.
+A pod's lifecycle events are folded by pod_lifecycle.py's rules, the ones plain pods follow too.
 
 The events that lifecycle policies react to are resolved as they are folded (policies.py); a
 JobStatusChanged consumes the pending actions it ran, and JobCleanedUp (the job-controller's own TTL
@@ -14,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TypeVar
 
-from contracts import codec
-from contracts.objects import Job, ObjectMeta, Pod, PodGroup, PriorityClass
-from services.job_controller.core import lifecycle, policies
+from contracts import codec, payloads
+from contracts.objects import Job, ObjectMeta, PodGroup, PriorityClass
+from services.job_controller.core import lifecycle, pod_lifecycle, policies
 from services.job_controller.core.expand import (
     JOB_NAME,
     JOB_RETRY_COUNT,
@@ -41,6 +39,8 @@ from services.job_controller.core.state import (
 )
 from shared.runner_types import Event
 
+T = TypeVar("T")
+
 
 def apply(state: State, event: Event) -> State:
     handler = _HANDLERS.get(event.type)
@@ -57,8 +57,9 @@ def _cause(event: Event) -> Cause:
     return (event.seq, event.id)
 
 
-def _decode(event: Event, cls: type) -> Any:
-    obj = codec.decode_object(event.payload["object"])
+def _decoded(event: Event, payload: type[payloads.ObjectPayload], cls: type[T]) -> T:
+    """The object an event carries, as `cls` (a DecodeError names what else it is)."""
+    obj = event.payload_as(payload).decoded()
     if not isinstance(obj, cls):
         raise codec.DecodeError(f"{event.type}: expected a {cls.__name__}, got a {obj.kind}")
     return obj
@@ -68,7 +69,7 @@ def _decode(event: Event, cls: type) -> Any:
 
 
 def _job_submitted(state: State, event: Event) -> None:
-    job = default_job(_decode(event, Job))
+    job = default_job(_decoded(event, payloads.JobSubmitted, Job))
     cause = _cause(event)
     record = state.jobs.get(_key(event))
     if record is None:
@@ -83,7 +84,7 @@ def _job_submitted(state: State, event: Event) -> None:
 
 
 def _job_updated(state: State, event: Event) -> None:
-    job = default_job(_decode(event, Job))
+    job = default_job(_decoded(event, payloads.JobUpdated, Job))
     record = state.jobs.get(_key(event))
     # unknown or deleting: on the ordered log the job was deleted before this update
     if record is None:
@@ -119,31 +120,33 @@ def _job_deleted(state: State, event: Event) -> None:
 def _job_cleaned_up(state: State, event: Event) -> None:
     """The TTL after the job finished ran out: deleted, if it is still the incarnation that expired."""
     record = state.jobs.get(_key(event))
-    if record is not None and record.active and event.payload.get("incarnation") == record.incarnation:
+    incarnation = event.payload_as(payloads.JobCleanedUp).incarnation
+    if record is not None and record.active and incarnation == record.incarnation:
         _job_deleted(state, event)
 
 
 def _job_status_changed(state: State, event: Event) -> None:
     record = state.jobs.get(_key(event))
     if record is not None:
-        lifecycle.read_back(record, event.payload)
+        lifecycle.read_back(record, event.payload_as(payloads.JobStatusChanged))
         record.status_generation += 1
         record.status_cause = _cause(event)
 
 
 def _command_issued(state: State, event: Event) -> None:
-    if event.payload["target_kind"] != "Job":
+    command = event.payload_as(payloads.CommandIssued)
+    if command.target_kind != "Job":
         return
-    record = state.jobs.get(event.payload["target"])  # a Job target is named by its key
+    record = state.jobs.get(command.target)  # a Job target is named by its key
     if record is not None:
-        policies.command(record, event, event.payload["action"])
+        policies.command(record, event, command.action)
 
 
 # --- podgroups -------------------------------------------------------------------------------------
 
 
 def _podgroup_created(state: State, event: Event) -> None:
-    podgroup = _decode(event, PodGroup)
+    podgroup = _decoded(event, payloads.PodGroupCreated, PodGroup)
     if is_plain(podgroup):
         return  # a plain pod's own group or a user's (plain/)
     record = _record_or_orphan(state, _key(event), event)
@@ -159,7 +162,7 @@ def _podgroup_status_changed(state: State, event: Event) -> None:
     if record is None or not record.podgroup_exists:
         return
     before = record.podgroup
-    record.podgroup = event.payload["phase"]
+    record.podgroup = event.payload_as(payloads.PodGroupStatusChanged).phase
     record.podgroup_cause = record.last_cause = _cause(event)
     policies.podgroup_phase_changed(record, event, before)
 
@@ -178,10 +181,8 @@ def _podgroup_deleted(state: State, event: Event) -> None:
 
 def _pod_created(state: State, event: Event) -> None:
     # only the pod's metadata matters here: decoding the whole spec would dominate the fold's cost
-    document = event.payload["object"]
-    if document.get("kind") != Pod.kind:
-        raise codec.DecodeError(f"PodCreated: expected a Pod, got a {document.get('kind')}")
-    meta = codec.decode(ObjectMeta, document["object"]["meta"])
+    # (the payload's class checked that it is a Pod)
+    meta = codec.decode(ObjectMeta, event.payload_as(payloads.PodCreated).object["object"]["meta"])
     annotations = meta.annotations
     if JOB_NAME not in annotations:
         return  # a plain pod (plain/)
@@ -206,80 +207,33 @@ def _pod_created(state: State, event: Event) -> None:
     policies.pod_created(record, event, event.name, created)
 
 
-def _pod_event(change: Callable[[PodRecord, Event], PodRecord | None]) -> Callable[[State, Event], None]:
-    """A handler that finds the pod's current generation and applies `change` (None: not applicable)."""
-
-    def handle(state: State, event: Event) -> None:
-        record = state.jobs.get(state.pod_owner.get(_key(event), ""))
-        pod = record.pods.get(event.name) if record is not None else None
-        if record is None or pod is None:
-            return
-        uid = event.payload.get("uid")
-        if uid is not None and uid != pod.uid:
-            return
-        changed = change(pod, event)
-        if changed is None:
-            return
-        policies.pod_changed(record, event, event.name, pod, changed)
-        put_pod(record, event.name, changed)
-        record.last_cause = _cause(event)
-        forget_if_done(state, record)
-
-    return handle
-
-
-def _on_node(pod: PodRecord, event: Event) -> bool:
-    return event.payload.get("node") == pod.node and bool(pod.node)
-
-
-def _bound(pod: PodRecord, event: Event) -> PodRecord | None:
-    return None if pod.ended else replace(pod, node=event.payload["node"])
-
-
-def _evicting(pod: PodRecord, event: Event) -> PodRecord | None:
-    return replace(pod, evicting=True) if _on_node(pod, event) and not pod.ended else None
-
-
-def _running(pod: PodRecord, event: Event) -> PodRecord | None:
-    ok = _on_node(pod, event) and pod.phase == "Pending" and not pod.ended
-    return replace(pod, phase="Running") if ok else None
-
-
-def _finished(phase: str) -> Callable[[PodRecord, Event], PodRecord | None]:
-    def change(pod: PodRecord, event: Event) -> PodRecord | None:
-        ok = _on_node(pod, event) and not pod.finished and not pod.ended
-        return replace(pod, phase=phase) if ok else None
-
-    return change
-
-
-def _terminated(pod: PodRecord, event: Event) -> PodRecord | None:
-    ok = _on_node(pod, event) and not pod.ended
-    return replace(pod, ended=True, end_cause=_cause(event)) if ok else None
-
-
-def _lost(pod: PodRecord, event: Event) -> PodRecord | None:
-    # a finished pod has nothing left to lose; a live one is gone with its node
-    ok = _on_node(pod, event) and not pod.ended and not pod.finished
-    return replace(pod, ended=True, end_cause=_cause(event)) if ok else None
-
-
-def _deletion_requested(pod: PodRecord, event: Event) -> PodRecord | None:
-    # a finished pod is deleted even when its node reported it stopped: deleting it frees its slot
-    node = event.payload.get("node", pod.node)
-    ok = not pod.ended or (pod.finished and pod.deletion_node is None)
-    return replace(pod, deletion_node=node, end_cause=_cause(event)) if ok else None
+def _pod_event(state: State, event: Event) -> None:
+    """A pod's lifecycle event (pod_lifecycle.py), applied to the pod's current generation."""
+    record = state.jobs.get(state.pod_owner.get(_key(event), ""))
+    pod = record.pods.get(event.name) if record is not None else None
+    if record is None or pod is None:
+        return
+    change = pod_lifecycle.transition(pod, event)
+    if change is None:
+        return
+    if "ended" in change or "deletion_node" in change:
+        change["end_cause"] = _cause(event)  # what ended this generation (or asked for its end)
+    changed = replace(pod, **change)
+    policies.pod_changed(record, event, event.name, pod, changed)
+    put_pod(record, event.name, changed)
+    record.last_cause = _cause(event)
+    forget_if_done(state, record)
 
 
 # --- other services' objects the controller consults ----------------------------------------------
 
 
 def _queue_state_changed(state: State, event: Event) -> None:
-    state.queue_states[event.name] = event.payload["state"]
+    state.queue_states[event.name] = event.payload_as(payloads.QueueStateChanged).state
 
 
 def _priority_class_applied(state: State, event: Event) -> None:
-    pc = _decode(event, PriorityClass)
+    pc = _decoded(event, payloads.PriorityClassApplied, PriorityClass)
     state.priority_classes[pc.meta.name] = pc
 
 
@@ -310,14 +264,7 @@ _HANDLERS: Mapping[str, Callable[[State, Event], None]] = {
     "PodGroupStatusChanged": _podgroup_status_changed,
     "PodGroupDeleted": _podgroup_deleted,
     "PodCreated": _pod_created,
-    "PodDeletionRequested": _pod_event(_deletion_requested),
-    "PodBound": _pod_event(_bound),
-    "PodEvicting": _pod_event(_evicting),
-    "PodRunning": _pod_event(_running),
-    "PodSucceeded": _pod_event(_finished("Succeeded")),
-    "PodFailed": _pod_event(_finished("Failed")),
-    "PodTerminated": _pod_event(_terminated),
-    "PodLost": _pod_event(_lost),
+    **dict.fromkeys(pod_lifecycle.EVENTS, _pod_event),
     "QueueStateChanged": _queue_state_changed,
     "PriorityClassApplied": _priority_class_applied,
     "PriorityClassDeleted": _priority_class_deleted,

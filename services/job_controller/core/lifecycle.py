@@ -37,6 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import msgspec
+
+from contracts import payloads
 from contracts.objects import Job, TaskSpec
 from services.job_controller.core import policies
 from services.job_controller.core.phase import FINAL_PHASES, TaskCounts, next_phase
@@ -67,24 +70,24 @@ def published(record: JobRecord) -> Lifecycle:
     return Lifecycle(p["phase"], p["retry_count"], p["version"], tuple(p["restart"]))
 
 
-def read_back(record: JobRecord, payload: Mapping[str, Any]) -> None:
-    """Fold a JobStatusChanged: the published status (older payloads lack the lifecycle fields), the
-    pending actions it handled forgotten (all of them once the job finished), the tasks' failures
-    (TaskFailed) reset by a full restart, and the tally recomputed when the pods to stop change."""
+def read_back(record: JobRecord, status: payloads.JobStatusChanged) -> None:
+    """Fold a JobStatusChanged: the published status, the pending actions it handled forgotten (all of
+    them once the job finished), the tasks' failures (TaskFailed) reset by a full restart, and the tally
+    recomputed when the pods to stop change."""
     before = _kill_facts(record)
     version = record.published["version"] if record.published else 0
     record.published = {
-        "phase": payload["phase"],
-        "counts": dict(payload["counts"]),
-        "task_status_count": {task: dict(c) for task, c in payload.get("task_status_count", {}).items()},
-        "min_available": payload.get("min_available", 0),
-        "retry_count": payload.get("retry_count", 0),
-        "version": payload.get("version", 0),
-        "restart": [dict(t) for t in payload.get("restart", ())],
-        "last_transition_time": payload.get("last_transition_time"),
-        "conditions": [dict(c) for c in payload.get("conditions", ())],
+        "phase": status.phase,
+        "counts": dict(status.counts),
+        "task_status_count": {task: dict(c) for task, c in status.task_status_count.items()},
+        "min_available": status.min_available,
+        "retry_count": status.retry_count,
+        "version": status.version,
+        "restart": [msgspec.structs.asdict(t) for t in status.restart],
+        "last_transition_time": status.last_transition_time,
+        "conditions": [msgspec.structs.asdict(c) for c in status.conditions],
     }
-    policies.consume(record, list(payload.get("handled", ())))
+    policies.consume(record, list(status.handled))
     if record.phase in FINAL_PHASES:
         record.pending = ()  # a finished job ignores what is still pending (issue #3967)
     restart = record.published["restart"]

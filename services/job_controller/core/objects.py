@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from contracts import payloads
 from contracts.objects import (
     Job,
     JobCondition,
@@ -65,6 +66,21 @@ def job_status(
         conditions=tuple(
             JobCondition(c["status"], c.get("last_transition_time")) for c in published.get("conditions", ())
         ),
+    )
+
+
+def podgroup_conditions(status: payloads.PodGroupStatusChanged) -> tuple[PodGroupCondition, ...]:
+    """The conditions a PodGroupStatusChanged gives a PodGroup (a Job's or a plain one)."""
+    return tuple(
+        PodGroupCondition(
+            type=c.type,
+            status=c.status,
+            transition_id=c.transition_id,
+            last_transition_time=c.last_transition_time,
+            reason=c.reason,
+            message=c.message,
+        )
+        for c in status.conditions
     )
 
 

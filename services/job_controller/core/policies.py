@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from contracts import payloads
 from contracts.objects import Job, LifecyclePolicy
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.state import JobRecord, Pending, PodRecord
@@ -164,8 +165,7 @@ def pod_changed(record: JobRecord, cause: Event, name: str, before: PodRecord, a
     elif cause.type == "PodFailed":
         _failed(record, cause, name, after)
     elif cause.type in ("PodEvicting", "PodLost", "PodTerminated") and not before.finished:
-        reason = str(cause.payload.get("reason", ""))
-        raise_event(record, cause, "PodEvicted", pod=name, of=after, reason=reason)
+        raise_event(record, cause, "PodEvicted", pod=name, of=after, reason=_stop_reason(cause))
 
 
 def _failed(record: JobRecord, cause: Event, name: str, pod: PodRecord) -> None:
@@ -174,8 +174,16 @@ def _failed(record: JobRecord, cause: Event, name: str, pod: PodRecord) -> None:
     spec = next((t for t in record.job.tasks if t.name == pod.task), None) if record.job else None
     if spec is not None and spec.max_retry > 0 and failures == spec.max_retry:
         raise_event(record, cause, "TaskFailed", task=pod.task)
-    exit_code = cause.payload.get("exit_code")
+    exit_code = cause.payload_as(payloads.PodFailed).exit_code
     raise_event(record, cause, "PodFailed", pod=name, of=pod, exit_code=exit_code)
+
+
+def _stop_reason(cause: Event) -> str:
+    """Why a pod was evicted, lost or stopped, as its event says."""
+    data = cause.data
+    if isinstance(data, payloads.PodEvicting | payloads.PodLost | payloads.PodTerminated):
+        return data.reason
+    return ""
 
 
 def _task_completed(record: JobRecord, cause: Event, pod: PodRecord) -> None:

@@ -1,57 +1,49 @@
 """The job-controller core with its read model: the Jobs, PodGroups and Pods of the state (objects.py),
 which of them an event changed, and the few status details the controller's own state does not keep.
 
-`ProjectedCore` is a `shared.runner_types.Core` wrapping `JobControllerCore`: it folds every event into
-the controller's state unchanged and, beside it, into `Projected` — pod exit codes, reasons and start
-times, PodGroup conditions and when a pod's stop was asked for — and marks the objects the event changed
-as dirty, with the event's seq. The shell writes the dirty objects after each batch and clears them; the
-details are checkpointed with the state, the dirty marks are not (a new leader rewrites everything).
+`ProjectedCore` (a shared.projected_core.Projection) wraps `JobControllerCore`: beside the
+controller's state it keeps pod exit codes, reasons and start times (pod_lifecycle.status_details),
+PodGroup conditions and when a pod's stop was asked for, and marks the objects each event changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
-
-from contracts import codec
+from contracts import codec, payloads
 from contracts.objects import ApiObject, PodGroupCondition, PodStatus
+from services.job_controller.core import pod_lifecycle
 from services.job_controller.core.core import JobControllerCore
-from services.job_controller.core.objects import job_object, pod_object, podgroup_object
+from services.job_controller.core.objects import job_object, pod_object, podgroup_conditions, podgroup_object
 from services.job_controller.core.state import JobRecord, PodRecord, State, job_namespace, pod_key
-from shared.runner_types import Event, Output
+from shared.projected_core import ObjectKey, ProjectedState, Projection
+from shared.runner_types import Event
 
-CHECKPOINT_VERSION = 1
-KINDS = ("job", "podgroup", "pod")
+KINDS: tuple[str, ...] = ("job", "podgroup", "pod")
 # events after which every object they change still exists: its details need no forgetting
 _NEVER_ENDS = frozenset(
     {"PodCreated", "PodBound", "PodRunning", "PodEvicting", "PodGroupCreated", "PodGroupStatusChanged"}
     | {"JobSubmitted", "JobUpdated", "JobStatusChanged"}
 )
-
-# (kind, namespace, name) of a read-model object
-ObjectKey = tuple[str, str | None, str]
+_NO_DETAILS = PodStatus()
 
 
 @dataclass(slots=True)
-class Projected:
-    core: State
+class Projected(ProjectedState[State]):
     pod_details: dict[str, PodStatus] = field(default_factory=dict)  # pod key -> reason, exit code, ...
     deletion_times: dict[str, float] = field(default_factory=dict)  # pod key -> when its stop was asked
     conditions: dict[str, tuple[PodGroupCondition, ...]] = field(default_factory=dict)  # PodGroup key
-    dirty: dict[ObjectKey, int] = field(default_factory=dict)  # changed objects -> seq of the change
 
 
-class ProjectedCore:
+class ProjectedCore(Projection[State, Projected]):
     """JobControllerCore plus its read model (see the module docstring)."""
 
     kinds = KINDS
 
     def __init__(self, inner: JobControllerCore | None = None) -> None:
-        self.inner = inner or JobControllerCore()
-        self.name = self.inner.name
+        super().__init__(inner or JobControllerCore())
 
     def initial(self) -> Projected:
         return Projected(self.inner.initial())
@@ -71,7 +63,7 @@ class ProjectedCore:
         counted = _counted(pod_before) != _counted(pod_after)
         changed = _changed_keys(event, owner or "", after, counted)
         forgotten = before is not None and before is not after
-        if forgotten:
+        if before is not None and forgotten:
             changed.extend(_record_keys(before))  # forgotten (or replaced by its successor)
         for key in changed:
             state.dirty[key] = event.seq
@@ -79,46 +71,26 @@ class ProjectedCore:
                 _forget_details(state, key)
         return state
 
-    def touched(self, state: Projected, event: Event) -> list[str]:
-        return self.inner.touched(state.core, event)
-
-    def due(self, state: Projected, now: float) -> list[str]:
-        return self.inner.due(state.core, now)
-
-    def reconcile(self, state: Projected, now: float, keys: Collection[str] | None = None) -> list[Output]:
-        return self.inner.reconcile(state.core, now, keys)
-
-    def dirty(self, state: Projected) -> dict[ObjectKey, int]:
-        return state.dirty
-
     def render(self, state: Projected, key: ObjectKey) -> Mapping[str, Any] | None:
-        """The read-model value of an object: codec.encode_object of it, None when it does not exist."""
         obj = _object(state, key)
         return None if obj is None else codec.encode_object(obj)
 
     def keys(self, state: Projected) -> Iterator[ObjectKey]:
-        """Every object that exists."""
         for record in state.core.jobs.values():
             for key in _record_keys(record):
                 if _exists(state.core, key):
                     yield key
 
-    def dump(self, state: Projected) -> bytes:
-        document = {
-            "version": CHECKPOINT_VERSION,
-            "core": self.inner.dump(state.core),
+    def details_to_plain(self, state: Projected) -> dict[str, Any]:
+        return {
             "pod_details": {k: codec.encode(v) for k, v in state.pod_details.items()},
             "deletion_times": state.deletion_times,
             "conditions": {k: [codec.encode(c) for c in v] for k, v in state.conditions.items()},
         }
-        return msgpack.packb(document, use_bin_type=True)
 
-    def load(self, data: bytes) -> Projected:
-        document = msgpack.unpackb(data, raw=False)
-        if document.get("version") != CHECKPOINT_VERSION:
-            raise ValueError(f"unsupported job-controller checkpoint version {document.get('version')!r}")
+    def from_checkpoint(self, core: State, document: Mapping[str, Any]) -> Projected:
         return Projected(
-            self.inner.load(document["core"]),
+            core,
             pod_details={k: codec.decode(PodStatus, v) for k, v in document["pod_details"].items()},
             deletion_times={k: float(v) for k, v in document["deletion_times"].items()},
             conditions={
@@ -204,27 +176,20 @@ def _note_details(state: Projected, record: JobRecord, event: Event, pod_before:
     key = pod_key(event.namespace or "", event.name)
     if event.kind == "podgroup":
         if event.type == "PodGroupStatusChanged" and record.podgroup_cause == (event.seq, event.id):
-            conditions = event.payload.get("conditions", ())
-            state.conditions[key] = tuple(codec.decode(PodGroupCondition, c) for c in conditions)
+            state.conditions[key] = podgroup_conditions(event.payload_as(payloads.PodGroupStatusChanged))
         return
     pod = record.pods.get(event.name) if event.kind == "pod" else None
     if pod is None or pod is pod_before:
         return
-    payload = event.payload
-    details = state.pod_details.get(key, PodStatus())
     if event.type == "PodCreated":
         state.pod_details.pop(key, None)
         state.deletion_times.pop(key, None)
-    elif event.type == "PodRunning":
-        state.pod_details[key] = replace(details, start_time=event.time)
-    elif event.type in ("PodSucceeded", "PodFailed"):
-        state.pod_details[key] = replace(
-            details,
-            exit_code=payload.get("exit_code"),
-            reason=payload.get("reason", ""),
-            message=payload.get("message", ""),
-        )
-    elif event.type in ("PodEvicting", "PodDeletionRequested"):
+        return
+    details = state.pod_details.get(key, _NO_DETAILS)
+    noted = pod_lifecycle.status_details(details, event)
+    if noted is not details:
+        state.pod_details[key] = noted
+    if pod_lifecycle.asks_stop(event):
         state.deletion_times.setdefault(key, event.time)
 
 

@@ -26,13 +26,13 @@ from typing import Any
 
 from contracts.objects import Job, PriorityClass
 from services.job_controller.core.phase import STOPPING_PHASES
+from services.job_controller.core.pod_lifecycle import FINISHED_POD_PHASES, gone
 
 # (seq, event id) of the event that made something true: the seq orders causes, the id becomes the
 # causation id of the outputs that follow from it.
 Cause = tuple[int, str]
 NO_CAUSE: Cause = (0, "")
 
-FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 # what a pod counts as in a job's status: Volcano's TaskStatusCount phases, plus pods being stopped
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Terminating")
 LIVE_PHASES = ("Pending", "Running", "Terminating")
@@ -63,11 +63,7 @@ class PodRecord:
 
     @property
     def gone(self) -> bool:
-        """Nothing runs it and nothing will, and its slot is free: a live pod stopped, lost, or deleted
-        before any node got it; a finished pod once its deletion was asked."""
-        if self.finished:
-            return self.deletion_node is not None
-        return self.ended or (self.deletion_node == "" and not self.node)
+        return gone(self)  # pod_lifecycle.gone
 
     @property
     def live(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from contracts import codec
+from contracts import codec, payloads
 from contracts.objects import PodGroup, Queue
 from services.queue_controller.core.machine import ACTIONS, after_action, after_sync
 from services.queue_controller.core.state import (
@@ -40,7 +40,7 @@ def _cause(event: Event) -> Cause:
 
 
 def _queue_applied(state: State, event: Event) -> None:
-    queue = codec.decode_object(event.payload["object"])
+    queue = event.payload_as(payloads.QueueApplied).decoded()
     if not isinstance(queue, Queue):
         raise codec.DecodeError(f"QueueApplied: expected a Queue, got a {queue.kind}")
     record = state.queues.get(event.name)
@@ -57,10 +57,11 @@ def _queue_deleted(state: State, event: Event) -> None:
 
 
 def _command_issued(state: State, event: Event) -> None:
-    action = event.payload["action"]
-    if event.payload["target_kind"] != "Queue" or action not in ACTIONS:
+    command = event.payload_as(payloads.CommandIssued)
+    action = command.action
+    if command.target_kind != "Queue" or action not in ACTIONS:
         return
-    record = state.queues.get(event.payload["target"])
+    record = state.queues.get(command.target)
     if record is not None:
         record.state = after_action(record.state, action, state.has_podgroups(record.name))
         record.state_cause = _cause(event)
@@ -70,7 +71,7 @@ def _command_issued(state: State, event: Event) -> None:
 def _queue_state_changed(state: State, event: Event) -> None:
     record = state.queues.get(event.name)
     if record is not None:
-        record.published_state = event.payload["state"]
+        record.published_state = event.payload_as(payloads.QueueStateChanged).state
         record.state_generation += 1
 
 
@@ -78,7 +79,7 @@ def _queue_state_changed(state: State, event: Event) -> None:
 
 
 def _podgroup_created(state: State, event: Event) -> None:
-    podgroup = codec.decode_object(event.payload["object"])
+    podgroup = event.payload_as(payloads.PodGroupCreated).decoded()
     if not isinstance(podgroup, PodGroup):
         raise codec.DecodeError(f"PodGroupCreated: expected a PodGroup, got a {podgroup.kind}")
     key = f"{event.namespace}/{event.name}"
@@ -96,7 +97,7 @@ def _podgroup_status_changed(state: State, event: Event) -> None:
     if key not in state.podgroups:
         return
     queue, phase = state.podgroups[key]
-    following = event.payload["phase"]
+    following = event.payload_as(payloads.PodGroupStatusChanged).phase
     if following == phase:
         return
     state.podgroups[key] = (queue, following)
@@ -122,7 +123,7 @@ def _podgroup_deleted(state: State, event: Event) -> None:
 def _job_status_changed(state: State, event: Event) -> None:
     """A job in a final phase no longer holds its queue open (lahar names a Job's PodGroup after it)."""
     key = f"{event.namespace}/{event.name}"
-    if event.payload.get("phase") not in FINAL_JOB_PHASES or key in state.finished:
+    if event.payload_as(payloads.JobStatusChanged).phase not in FINAL_JOB_PHASES or key in state.finished:
         return
     entry = state.podgroups.get(key)
     if entry is None:

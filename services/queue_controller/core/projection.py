@@ -1,60 +1,56 @@
 """The queue-controller core with its read model: Queues (spec and published status), PriorityClasses and
 HyperNodes (as admission accepted them), and which of them an event changed.
 
-`ProjectedCore` is a `shared.runner_types.Core` wrapping `QueueControllerCore`: it folds every event into
-the controller's state unchanged and, beside it, keeps the applied PriorityClasses and HyperNodes (the
-controller itself does not need them) and marks the objects the event changed as dirty, with the event's
-seq. The shell writes the dirty objects after each batch and clears them; the dirty marks are not
-checkpointed (a new leader rewrites everything).
+`ProjectedCore` (a shared.projected_core.Projection) wraps `QueueControllerCore`: beside the
+controller's state it keeps the applied PriorityClasses and HyperNodes (the controller itself does not
+need them), and marks the objects each event changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import msgpack
-
-from contracts import codec
+from contracts import codec, payloads
 from contracts.objects import ObjectMeta, Queue, QueueStatus
 from services.queue_controller.core.core import QueueControllerCore
 from services.queue_controller.core.fold import HANDLED_EVENTS
 from services.queue_controller.core.state import QueueRecord, State
-from shared.runner_types import Event, Output
+from shared.projected_core import ObjectKey, ProjectedState, Projection
+from shared.runner_types import Event
 
-CHECKPOINT_VERSION = 1
-KINDS = ("queue", "priorityclass", "hypernode")
-
-# (kind, namespace, name) of a read-model object; all three kinds are cluster-scoped
-ObjectKey = tuple[str, str | None, str]
+KINDS: tuple[str, ...] = ("queue", "priorityclass", "hypernode")  # all cluster-scoped
 
 # the events whose subject object is stored as applied, by subject kind
 _APPLIED = {"PriorityClassApplied": "priorityclass", "HyperNodeApplied": "hypernode"}
+_APPLIED_PAYLOADS: Mapping[str, type[payloads.ObjectPayload]] = {
+    "PriorityClassApplied": payloads.PriorityClassApplied,
+    "HyperNodeApplied": payloads.HyperNodeApplied,
+}
 _DELETED = {"PriorityClassDeleted": "priorityclass", "HyperNodeDeleted": "hypernode"}
 # the events that change what a queue's read-model value shows
 _QUEUE_EVENTS = frozenset({"QueueApplied", "QueueDeleted", "QueueStateChanged"})
 
 
+def _no_objects() -> dict[str, dict[str, Mapping[str, Any]]]:
+    return {kind: {} for kind in _APPLIED.values()}
+
+
 @dataclass(slots=True)
-class Projected:
-    core: State
+class Projected(ProjectedState[State]):
     # kind -> name -> the applied object as admission encoded it (codec.encode_object)
-    applied: dict[str, dict[str, Mapping[str, Any]]] = field(
-        default_factory=lambda: {kind: {} for kind in _APPLIED.values()}
-    )
-    dirty: dict[ObjectKey, int] = field(default_factory=dict)  # changed objects -> seq of the change
+    applied: dict[str, dict[str, Mapping[str, Any]]] = field(default_factory=_no_objects)
 
 
-class ProjectedCore:
+class ProjectedCore(Projection[State, Projected]):
     """QueueControllerCore plus its read model (see the module docstring)."""
 
     kinds = KINDS
     reads = HANDLED_EVENTS | _APPLIED.keys() | _DELETED.keys()
 
     def __init__(self, inner: QueueControllerCore | None = None) -> None:
-        self.inner = inner or QueueControllerCore()
-        self.name = self.inner.name
+        super().__init__(inner or QueueControllerCore())
 
     def initial(self) -> Projected:
         return Projected(self.inner.initial())
@@ -66,27 +62,15 @@ class ProjectedCore:
         if event.type in _QUEUE_EVENTS:
             state.dirty[("queue", None, event.name)] = event.seq
         elif event.type in _APPLIED:
-            state.applied[_APPLIED[event.type]][event.name] = event.payload["object"]
+            applied = event.payload_as(_APPLIED_PAYLOADS[event.type])
+            state.applied[_APPLIED[event.type]][event.name] = applied.object
             state.dirty[(_APPLIED[event.type], None, event.name)] = event.seq
         elif event.type in _DELETED and event.name in state.applied[_DELETED[event.type]]:
             del state.applied[_DELETED[event.type]][event.name]
             state.dirty[(_DELETED[event.type], None, event.name)] = event.seq
         return state
 
-    def touched(self, state: Projected, event: Event) -> list[str]:
-        return self.inner.touched(state.core, event)
-
-    def due(self, state: Projected, now: float) -> list[str]:
-        return self.inner.due(state.core, now)
-
-    def reconcile(self, state: Projected, now: float, keys: Collection[str] | None = None) -> list[Output]:
-        return self.inner.reconcile(state.core, now, keys)
-
-    def dirty(self, state: Projected) -> dict[ObjectKey, int]:
-        return state.dirty
-
     def render(self, state: Projected, key: ObjectKey) -> Mapping[str, Any] | None:
-        """The read-model value of an object: codec.encode_object of it, None when it does not exist."""
         kind, _, name = key
         if kind == "queue":
             record = state.core.queues.get(name)
@@ -96,27 +80,18 @@ class ProjectedCore:
         return state.applied.get(kind, {}).get(name)
 
     def keys(self, state: Projected) -> Iterator[ObjectKey]:
-        """Every object that exists."""
         for name in state.core.queues:
             yield ("queue", None, name)
         for kind, objects in state.applied.items():
             for name in objects:
                 yield (kind, None, name)
 
-    def dump(self, state: Projected) -> bytes:
-        document = {
-            "version": CHECKPOINT_VERSION,
-            "core": self.inner.dump(state.core),
-            "applied": state.applied,
-        }
-        return msgpack.packb(document, use_bin_type=True)
+    def details_to_plain(self, state: Projected) -> dict[str, Any]:
+        return {"applied": state.applied}
 
-    def load(self, data: bytes) -> Projected:
-        document = msgpack.unpackb(data, raw=False)
-        if document.get("version") != CHECKPOINT_VERSION:
-            raise ValueError(f"unsupported queue-controller checkpoint version {document.get('version')!r}")
+    def from_checkpoint(self, core: State, document: Mapping[str, Any]) -> Projected:
         applied = {kind: dict(document["applied"].get(kind, {})) for kind in _APPLIED.values()}
-        return Projected(self.inner.load(document["core"]), applied=applied)
+        return Projected(core, applied=applied)
 
 
 def queue_object(record: QueueRecord, counts: Mapping[str, int]) -> Queue:

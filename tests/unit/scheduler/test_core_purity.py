@@ -19,10 +19,11 @@ PURE_FILES = [
     ROOT / "services" / "scheduler" / "plans.py",
     ROOT / "services" / "scheduler" / "state.py",
     ROOT / "shared" / "runner_types.py",
+    ROOT / "shared" / "projected_core.py",
     ROOT / "shared" / "ring.py",
 ]
 # pure modules of the runtime library that cores may use
-ALLOWED_SHARED = {"shared.runner_types", "shared.ring"}
+ALLOWED_SHARED = {"shared.runner_types", "shared.ring", "shared.projected_core"}
 FORBIDDEN_MODULES = {
     "asyncio",
     "nats",

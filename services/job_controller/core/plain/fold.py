@@ -1,19 +1,22 @@
 """Fold one event into the plain pods' and PodGroups' state (in place; see state.py).
 
-Pod events are matched to the record's current pod as the job-controller matches a Job's pods: an event
-naming a node other than the one the pod is bound to is about an earlier pod of the same name and is
-ignored. `apply` returns the keys of the read-model objects the event may have changed.
+A pod's lifecycle events are folded by pod_lifecycle.py's rules, the ones a Job's pods follow; a plain
+pod's status also shows what they said (exit code, reason, times), and a pod stopped or lost before it
+finished ends Failed. `apply` returns the keys of the read-model objects the event may have changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TypeVar
 
-from contracts import codec
-from contracts.objects import ObjectMeta, Pod, PodGroup, PodGroupCondition
+from contracts import codec, payloads
+from contracts.objects import ObjectMeta, Pod, PodGroup
+from contracts.payloads import EncodedObject
+from services.job_controller.core import pod_lifecycle
 from services.job_controller.core.expand import JOB_NAME
+from services.job_controller.core.objects import podgroup_conditions
 from services.job_controller.core.plain.owner import is_plain, owner_pod
 from services.job_controller.core.plain.state import (
     PlainGroup,
@@ -24,9 +27,10 @@ from services.job_controller.core.plain.state import (
     put_pod,
 )
 from services.job_controller.core.state import Cause
+from shared.projected_core import ObjectKey
 from shared.runner_types import Event
 
-ObjectKey = tuple[str, str | None, str]  # read-model kind, namespace, name
+T = TypeVar("T")
 
 
 def apply(state: PlainState, event: Event) -> list[ObjectKey]:
@@ -66,7 +70,7 @@ def _cause(event: Event) -> Cause:
     return (event.seq, event.id)
 
 
-def _decode(document: Any, cls: type) -> Any:
+def _decoded(document: EncodedObject, cls: type[T]) -> T:
     obj = codec.decode_object(document)
     if not isinstance(obj, cls):
         raise codec.DecodeError(f"expected a {cls.__name__}, got a {obj.kind}")
@@ -77,9 +81,9 @@ def _decode(document: Any, cls: type) -> Any:
 
 
 def _pod_submitted(state: PlainState, event: Event, key: str) -> None:
-    pod = _decode(event.payload["object"], Pod)
-    document = event.payload.get("podgroup")
-    group = None if document is None else _decode(document, PodGroup)
+    submitted = event.payload_as(payloads.PodSubmitted)
+    pod = _decoded(submitted.object, Pod)
+    group = None if submitted.podgroup is None else _decoded(submitted.podgroup, PodGroup)
     record = state.pods.get(key)
     if record is None:
         _start_pod(state, pod, group, _cause(event))
@@ -107,7 +111,7 @@ def _pod_withdrawn(state: PlainState, event: Event, key: str) -> None:
 
 
 def _podgroup_submitted(state: PlainState, event: Event, key: str) -> None:
-    group = _decode(event.payload["object"], PodGroup)
+    group = _decoded(event.payload_as(payloads.PodGroupSubmitted).object, PodGroup)
     record = state.groups.get(key)
     if record is None:
         state.groups[key] = PlainGroup(group, _cause(event))
@@ -130,7 +134,7 @@ def _podgroup_withdrawn(state: PlainState, event: Event, key: str) -> None:
 
 
 def _podgroup_created(state: PlainState, event: Event, key: str) -> None:
-    group = _decode(event.payload["object"], PodGroup)
+    group = _decoded(event.payload_as(payloads.PodGroupCreated).object, PodGroup)
     if not is_plain(group):
         return  # a Job's
     record = state.groups.get(key)
@@ -144,8 +148,9 @@ def _podgroup_created(state: PlainState, event: Event, key: str) -> None:
 def _podgroup_status_changed(state: PlainState, event: Event, key: str) -> None:
     record = state.groups.get(key)
     if record is not None and record.exists:
-        record.phase = event.payload["phase"]
-        record.conditions = tuple(codec.decode(PodGroupCondition, c) for c in event.payload["conditions"])
+        status = event.payload_as(payloads.PodGroupStatusChanged)
+        record.phase = status.phase
+        record.conditions = podgroup_conditions(status)
 
 
 def _podgroup_deleted(state: PlainState, event: Event, key: str) -> None:
@@ -161,7 +166,7 @@ def _podgroup_deleted(state: PlainState, event: Event, key: str) -> None:
 
 
 def _pod_created(state: PlainState, event: Event, key: str) -> None:
-    document = event.payload["object"]
+    document = event.payload_as(payloads.PodCreated).object
     meta = codec.decode(ObjectMeta, document["object"]["meta"])
     if JOB_NAME in meta.annotations:
         return  # a Job's pod
@@ -170,92 +175,39 @@ def _pod_created(state: PlainState, event: Event, key: str) -> None:
         if record is not None:
             return  # a late creation of an earlier incarnation: the current record's own PodCreated rules
         # an orphan: created after its record was forgotten; reconcile stops it
-        record = PlainPod(_decode(document, Pod), _cause(event))
+        record = PlainPod(_decoded(document, Pod), _cause(event))
         record.withdrawn = _cause(event)
         put_pod(state, record)
     record.created = True
 
 
-def _pod_event(change: Callable[[PlainPod, Event], bool]) -> Callable[[PlainState, Event, str], None]:
-    def handle(state: PlainState, event: Event, key: str) -> None:
-        record = state.pods.get(key)
-        if record is None or not record.created:
-            return
-        uid = event.payload.get("uid")
-        if (uid is None or uid == record.pod.meta.uid) and change(record, event):
-            if record.done and record.done_cause is None:
-                record.done_cause = (event.seq, event.id)
-            forget_if_done(state, record)
-
-    return handle
-
-
-def _on_node(record: PlainPod, event: Event) -> bool:
-    return bool(record.node) and event.payload.get("node") == record.node
-
-
-def _bound(record: PlainPod, event: Event) -> bool:
-    if record.ended:
-        return False
-    record.node = event.payload["node"]
-    return True
-
-
-def _evicting(record: PlainPod, event: Event) -> bool:
-    if not _on_node(record, event) or record.ended:
-        return False
-    record.evicting = True
-    if record.deletion_time is None:
+def _pod_event(state: PlainState, event: Event, key: str) -> None:
+    """A pod's lifecycle event (pod_lifecycle.py), with what the pod's status shows of it."""
+    record = state.pods.get(key)
+    if record is None or not record.created:
+        return
+    change = pod_lifecycle.transition(record, event)
+    if change is None:
+        return
+    for name, value in change.items():
+        setattr(record, name, value)
+    record.details = pod_lifecycle.status_details(record.details, event)
+    if change.get("ended") and not record.finished:
+        # a pod no controller creates again ends Failed (Kubernetes' evicted bare pod)
+        record.phase = "Failed"
+        record.details = replace(record.details, reason=_end_reason(event))
+    if pod_lifecycle.asks_stop(event) and record.deletion_time is None:
         record.deletion_time = event.time
-    return True
+    if record.done and record.done_cause is None:
+        record.done_cause = _cause(event)
+    forget_if_done(state, record)
 
 
-def _running(record: PlainPod, event: Event) -> bool:
-    if not _on_node(record, event) or record.phase != "Pending" or record.ended:
-        return False
-    record.phase = "Running"
-    record.details = replace(record.details, start_time=event.time)
-    return True
-
-
-def _finished(phase: str) -> Callable[[PlainPod, Event], bool]:
-    def change(record: PlainPod, event: Event) -> bool:
-        if not _on_node(record, event) or record.finished or record.ended:
-            return False
-        record.phase = phase
-        payload = event.payload
-        record.details = replace(
-            record.details,
-            exit_code=payload.get("exit_code"),
-            reason=payload.get("reason", ""),
-            message=payload.get("message", ""),
-        )
-        return True
-
-    return change
-
-
-def _ended(reason_of: Callable[[Event], str]) -> Callable[[PlainPod, Event], bool]:
-    """Stopped or lost on its node: a pod no controller creates again ends Failed (Kubernetes' evicted
-    bare pod), unless it finished before."""
-
-    def change(record: PlainPod, event: Event) -> bool:
-        if not _on_node(record, event) or record.ended:
-            return False
-        record.ended = True
-        if not record.finished:
-            record.phase = "Failed"
-            record.details = replace(record.details, reason=reason_of(event))
-        return True
-
-    return change
-
-
-def _deletion_requested(record: PlainPod, event: Event) -> bool:
-    record.deletion_node = event.payload.get("node", record.node)
-    if record.deletion_time is None:
-        record.deletion_time = event.time
-    return True
+def _end_reason(event: Event) -> str:
+    data = event.data
+    if isinstance(data, payloads.PodTerminated):
+        return data.reason or "Terminated"
+    return "NodeLost"
 
 
 # --- record lifetime -------------------------------------------------------------------------------
@@ -296,13 +248,6 @@ _HANDLERS: Mapping[str, Callable[[PlainState, Event, str], None]] = {
     "PodGroupStatusChanged": _podgroup_status_changed,
     "PodGroupDeleted": _podgroup_deleted,
     "PodCreated": _pod_created,
-    "PodDeletionRequested": _pod_event(_deletion_requested),
-    "PodBound": _pod_event(_bound),
-    "PodEvicting": _pod_event(_evicting),
-    "PodRunning": _pod_event(_running),
-    "PodSucceeded": _pod_event(_finished("Succeeded")),
-    "PodFailed": _pod_event(_finished("Failed")),
-    "PodTerminated": _pod_event(_ended(lambda e: e.payload.get("reason", "") or "Terminated")),
-    "PodLost": _pod_event(_ended(lambda e: "NodeLost")),
+    **dict.fromkeys(pod_lifecycle.EVENTS, _pod_event),
 }
 HANDLED_EVENTS = frozenset(_HANDLERS)

@@ -96,14 +96,14 @@ def _pod_outputs(state: PlainState, record: PlainPod) -> list[Output]:
             return []  # waits for its group
         annotations = frozen_map({**record.pod.meta.annotations, QUEUE_NAME: group.podgroup.queue})
         pod = replace(record.pod, meta=replace(record.pod.meta, annotations=annotations), status=PodStatus())
-        payload = {"object": codec.encode_object(pod)}
-        return [_output("PodCreated", "pod", record.key, payload, record.cause, record.cause[1])]
+        created = {"object": codec.encode_object(pod)}
+        return [_output("PodCreated", "pod", record.key, created, record.cause, record.cause[1])]
     if record.stop_unrequested:
         assert record.withdrawn is not None  # stop_unrequested
-        payload = {"reason": "PodDeleted", "node": record.node}
+        stop = {"reason": "PodDeleted", "node": record.node}
         cause = record.withdrawn[1]
         return [
-            _output("PodDeletionRequested", "pod", record.key, payload, record.cause, cause, fact=record.node)
+            _output("PodDeletionRequested", "pod", record.key, stop, record.cause, cause, fact=record.node)
         ]
     return []
 

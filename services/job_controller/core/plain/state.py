@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from contracts.objects import Pod, PodGroup, PodGroupCondition, PodStatus
 from services.job_controller.core.expand import GROUP_NAME
-from services.job_controller.core.state import FINISHED_POD_PHASES, Cause
+from services.job_controller.core.pod_lifecycle import FINISHED_POD_PHASES, gone
+from services.job_controller.core.state import Cause
 
 
 @dataclass(slots=True)
@@ -53,11 +54,7 @@ class PlainPod:
 
     @property
     def gone(self) -> bool:
-        """Nothing runs it or will, and nothing keeps it (a Job's pod's rule): a finished pod once its
-        deletion was asked, any other once stopped, lost, or asked to stop before any node took it."""
-        if self.finished:
-            return self.deletion_node is not None
-        return self.ended or (self.deletion_node == "" and not self.node)
+        return gone(self)  # pod_lifecycle.gone: a Job's pod's rule
 
     @property
     def stop_unrequested(self) -> bool:
