@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from nats.aio.msg import Msg
@@ -38,11 +38,9 @@ from services.admission.core.command_rules import ACTIONS_BY_KIND
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import COMMAND, DELETE, UPDATE, Request
 from services.admission.intake import Conflict, Invalid, Unavailable, apply_requests, parse_manifests
+from services.admission.port import AdmissionPort
 from shared.bus.errors import BusError
 from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context
-
-if TYPE_CHECKING:
-    from services.admission.service import AdmissionService
 
 log = structlog.get_logger(__name__)
 
@@ -156,8 +154,8 @@ def reply(
 
 
 class ApiServer:
-    def __init__(self, service: AdmissionService) -> None:
-        self.service = service
+    def __init__(self, port: AdmissionPort) -> None:
+        self.port = port
         self.serving = False
         self._inflight = 0
 
@@ -166,14 +164,14 @@ class ApiServer:
         return self._inflight > 0
 
     async def run(self) -> None:
-        nc = self.service.bus.nc
+        nc = self.port.bus.nc
         subs: list[Subscription] = []
         for verb in VERBS:
             subs.append(await nc.subscribe(f"lahar.api.{verb}", queue=QUEUE_GROUP, cb=self._callback(verb)))
         self.serving = True
         log.info("serving the admission API", subjects=[s.subject for s in subs], queue_group=QUEUE_GROUP)
         try:
-            await self.service.stopping.wait()
+            await self.port.stopping.wait()
         finally:
             self.serving = False
             # stop taking requests, answer the ones received
@@ -190,17 +188,17 @@ class ApiServer:
                 log.exception("admission request failed", verb=verb)
             finally:
                 self._inflight -= 1
-                self.service.progressed()
+                self.port.progressed()
 
         return handle
 
     async def answer(self, verb: str, data: bytes, headers: Mapping[str, str]) -> dict[str, Any]:
         """The reply to one request, inside a span that the accepted events carry."""
-        service = self.service
+        port = self.port
         dry_run = headers.get(DRY_RUN_HEADER, "").strip().lower() in ("1", "true", "yes")
         request_id = headers.get(REQUEST_ID_HEADER) or str(uuid.uuid4())
         started = time.perf_counter()
-        with service.tracer.start_as_current_span(
+        with port.tracer.start_as_current_span(
             f"admission {verb}",
             context=extract_context(headers),
             kind=SpanKind.SERVER,
@@ -215,8 +213,8 @@ class ApiServer:
             if len(jobs) == 1:
                 span.set_attribute(JOB_ATTRIBUTE, f"{jobs[0]['namespace']}/{jobs[0]['name']}")
         result = "accepted" if answer["accepted"] else {"ok": "rejected"}.get(answer["code"], answer["code"])
-        service.admission_metrics.requests.labels(verb, result).inc()
-        service.admission_metrics.duration.labels(verb).observe(time.perf_counter() - started)
+        port.metrics.requests.labels(verb, result).inc()
+        port.metrics.duration.labels(verb).observe(time.perf_counter() - started)
         log.info(
             "admission request",
             verb=verb,
@@ -230,7 +228,7 @@ class ApiServer:
     async def _decide(
         self, verb: str, data: bytes, request_id: str, dry_run: bool, source: str
     ) -> dict[str, Any]:
-        limit = self.service.config.max_request_bytes
+        limit = self.port.max_request_bytes
         try:
             if verb == "apply":
                 build = apply_requests(parse_manifests(data, source or REQUEST, limit))
@@ -241,7 +239,7 @@ class ApiServer:
                 build = delete_requests(_json_object(data))
             else:
                 build = command_requests(_json_object(data))
-            submitted = await self.service.submit(build, request_id, dry_run=dry_run)
+            submitted = await self.port.submit(build, request_id, dry_run=dry_run)
         except Invalid as exc:
             return reply(None, code="invalid", dry_run=dry_run, errors=exc.errors)
         except Conflict as exc:

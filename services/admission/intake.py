@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 import yaml
@@ -29,6 +29,7 @@ from contracts.objects import ApiObject
 from contracts.parse import parse_documents
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import APPLY, Request
+from services.admission.port import AdmissionPort
 from services.admission.submission import Submission, Submitted
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.envelope import Envelope
@@ -38,9 +39,6 @@ from shared.bus.streams import intake_stream
 from shared.bus.subjects import INTAKE_ROOT, INTAKE_STREAM, ObjectRef, decode_token, event_subject
 from shared.runner_types import deterministic_id
 from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context, trace_fields
-
-if TYPE_CHECKING:
-    from services.admission.service import AdmissionService
 
 log = structlog.get_logger(__name__)
 
@@ -141,8 +139,10 @@ class _Manifest:
 
 
 class IntakeConsumer:
-    def __init__(self, service: AdmissionService) -> None:
-        self.service = service
+    def __init__(self, port: AdmissionPort, *, batch: int, stream_replicas: int) -> None:
+        self.port = port
+        self.batch = batch  # messages fetched at once
+        self.stream_replicas = stream_replicas  # of the intake stream, should it be created
         self.consumer: DurableConsumer | None = None
         self._handling = False
 
@@ -150,16 +150,14 @@ class IntakeConsumer:
         return not self._handling and self.consumer is not None and await self.consumer.pending() == 0
 
     async def run(self) -> None:
-        service = self.service
-        await service.bus.ensure_streams([intake_stream(replicas=service.config.stream_replicas)])
+        port = self.port
+        await port.bus.ensure_streams([intake_stream(replicas=self.stream_replicas)])
         spec = ConsumerSpec(INTAKE_STREAM, CONSUMER, max_deliver=_MAX_DELIVER, max_ack_pending=1000)
-        self.consumer = await service.bus.durable(spec)
+        self.consumer = await port.bus.durable(spec)
         try:
-            while not service.stopping.is_set():
+            while not port.stopping.is_set():
                 try:
-                    deliveries = await self.consumer.fetch(
-                        service.config.intake_batch, timeout_s=_FETCH_WAIT_S
-                    )
+                    deliveries = await self.consumer.fetch(self.batch, timeout_s=_FETCH_WAIT_S)
                 except TimeoutError:
                     # nats-py's fetch can raise asyncio's TimeoutError (not its own) on an empty stream
                     continue
@@ -170,7 +168,7 @@ class IntakeConsumer:
                     await self.handle(deliveries)
                 finally:
                     self._handling = False
-                    service.progressed()
+                    port.progressed()
         finally:
             await self.consumer.close()
 
@@ -181,7 +179,7 @@ class IntakeConsumer:
         manifests = [self._read(delivery) for delivery in deliveries]
         valid = [m for m in manifests if m.submission is not None]
         try:
-            results = await self.service.submit_many([m.submission for m in valid])  # type: ignore[misc]
+            results = await self.port.submit_many([m.submission for m in valid])  # type: ignore[misc]
         except (Unavailable, BusError) as exc:  # the catch-up itself failed: nothing was written
             results = [exc] * len(valid)
         outcomes: dict[int, Submitted | Exception] = {id(m): r for m, r in zip(valid, results, strict=True)}
@@ -193,13 +191,13 @@ class IntakeConsumer:
 
     def _read(self, delivery: Delivery) -> _Manifest:
         """Parse one message and open its span (a child of the producer's trace, if it sent one)."""
-        service = self.service
+        port = self.port
         record = delivery.record
         source = f"{record.subject}#{record.seq}"
         # the same message delivered again gets the same request id, so its events are deduplicated
         request_id = deterministic_id(CONSUMER, "intake", record.seq, hashlib.sha256(record.data).hexdigest())
         ref = intake_ref(record.subject)
-        span = service.tracer.start_span(
+        span = port.tracer.start_span(
             "admission intake",
             context=extract_context(record.headers),
             kind=SpanKind.CONSUMER,
@@ -209,7 +207,7 @@ class IntakeConsumer:
             span.set_attribute(JOB_ATTRIBUTE, f"{ref.namespace}/{ref.name}")
         manifest = _Manifest(delivery, source, request_id, ref, span)
         try:
-            documents = parse_manifests(record.data, source, service.config.max_request_bytes)
+            documents = parse_manifests(record.data, source, port.max_request_bytes)
         except Invalid as exc:
             manifest.errors = exc.errors
         except Exception as exc:  # a bug must not wedge the stream: the producer learns of it
@@ -223,7 +221,6 @@ class IntakeConsumer:
         return manifest
 
     async def _settle(self, manifest: _Manifest, outcome: Submitted | Exception | None) -> None:
-        service = self.service
         errors: Sequence[FieldError] = manifest.errors
         if isinstance(outcome, Submitted):
             errors = outcome.plan.errors
@@ -241,12 +238,12 @@ class IntakeConsumer:
                 source=manifest.source,
                 error=str(exc),
             )
-            service.admission_metrics.intake.labels("retried").inc()
+            self.port.metrics.intake.labels("retried").inc()
             await manifest.delivery.nak(delay_s=_RETRY_DELAY_S)
             return
         result = "rejected" if errors else "accepted"
         manifest.span.set_attribute("lahar.admission.code", result)
-        service.admission_metrics.intake.labels(result).inc()
+        self.port.metrics.intake.labels(result).inc()
         log.info("intake manifest", source=manifest.source, result=result, errors=len(errors))
         await manifest.delivery.ack()
 
@@ -262,8 +259,8 @@ class IntakeConsumer:
             errors = [*errors[:MAX_LISTED_ERRORS], more]
         envelope = Envelope.create(
             "ManifestRejected",
-            time=self.service.clock(),
-            producer=self.service.core.name,
+            time=self.port.clock(),
+            producer=self.port.producer,
             correlation_id=key,
             payload={"errors": [encode(e) for e in errors], "source": source},
             # not derived_event_id(request_id, 0): that is the id of the first event should the same
@@ -273,4 +270,4 @@ class IntakeConsumer:
             **trace_fields(),
         )
         subject = event_subject(REJECTION_KIND, namespace, name, envelope.type, envelope.producer)
-        await self.service.bus.publish(envelope, subject)
+        await self.port.bus.publish(envelope, subject)

@@ -31,6 +31,8 @@ from services.admission.core.decide import Request
 from services.admission.intake import Conflict, IntakeConsumer, Unavailable
 from services.admission.job_secrets import jobs_needing_keys, with_key_pairs
 from services.admission.keygen import KEYGEN, KeyGenerationError, generate_key_pair
+from services.admission.metrics import AdmissionMetrics
+from services.admission.port import AdmissionPort
 from services.admission.submission import Submission, Submitted
 from shared.bus.envelope import Envelope, derived_event_id
 from shared.bus.errors import BusError, ConcurrencyConflict, DuplicateBatch
@@ -67,27 +69,6 @@ class AdmissionConfig(RunnerConfig):
         return problems
 
 
-class AdmissionMetrics:
-    def __init__(self, registry: Registry) -> None:
-        self.requests = registry.counter(
-            "lahar_admission_requests_total",
-            "API requests by verb and result (accepted, rejected, conflict, unavailable)",
-            ("verb", "result"),
-        )
-        self.duration = registry.histogram(
-            "lahar_admission_request_duration_seconds", "Time to answer an API request", ("verb",)
-        )
-        self.conflicts = registry.counter(
-            "lahar_admission_write_conflicts_total",
-            "Writes refused because their object's subject moved on (decided again after catching up)",
-        )
-        self.intake = registry.counter(
-            "lahar_admission_intake_messages_total",
-            "Intake manifests by result (accepted, rejected, retried)",
-            ("result",),
-        )
-
-
 class AdmissionService(EventSourcedService[View]):
     follows_whole_log = True  # a request is decided against everything in the log before it
 
@@ -109,8 +90,24 @@ class AdmissionService(EventSourcedService[View]):
         self.config: AdmissionConfig = config
         self.admission_metrics = AdmissionMetrics(registry)
         self._lock = asyncio.Lock()
-        self.api = ApiServer(self)
-        self.intake = IntakeConsumer(self) if config.intake else None
+        port = AdmissionPort(
+            submit=self.submit,
+            submit_many=self.submit_many,
+            bus=bus,
+            tracer=self.tracer,
+            metrics=self.admission_metrics,
+            stopping=self.stopping,
+            progressed=self.progressed,
+            clock=clock,
+            producer=self.core.name,
+            max_request_bytes=config.max_request_bytes,
+        )
+        self.api = ApiServer(port)
+        self.intake = (
+            IntakeConsumer(port, batch=config.intake_batch, stream_replicas=config.stream_replicas)
+            if config.intake
+            else None
+        )
 
     def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
         tasks = [self.api.run()]
