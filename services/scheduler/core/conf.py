@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from services.scheduler.core.registry import ACTIONS, PLUGINS
+
 # Volcano's PluginOption flags -> the extension points each one switches (all default true). Flags for
 # extension points lahar has no plugin for are accepted, so a Volcano conf loads unchanged.
 ENABLE_FLAGS: Mapping[str, tuple[str, ...]] = {
@@ -100,77 +102,101 @@ class SchedulerConf:
 
 def parse_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
     """Parse and validate a volcano-scheduler.conf; raises ConfError listing every problem."""
-    from services.scheduler.core.registry import ACTIONS, PLUGINS
-
+    raw = _load(text, source)
     errors: list[str] = []
+    for key in raw:
+        if key not in _FIELDS:
+            errors.append(f"{key}: unknown field (expected {', '.join(_FIELDS)})")
+    actions = _parse_actions(raw.get("actions", ""), errors)
+    tiers = _parse_tiers(raw.get("tiers") or [], errors)
+    configurations = _parse_configurations(raw.get("configurations") or [], errors)
+    if errors:
+        raise ConfError(errors)
+    return SchedulerConf(actions, tiers, configurations, dict(raw.get("metrics") or {}))
+
+
+_FIELDS = ("actions", "tiers", "configurations", "metrics")
+
+
+def _load(text: str, source: str) -> Mapping[str, Any]:
+    """The conf as a mapping, or a ConfError: nothing else can be checked without one."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfError([f"{source}: not valid YAML: {exc}"]) from exc
     if not isinstance(raw, Mapping):
         raise ConfError([f"{source}: expected a mapping with 'actions' and 'tiers'"])
-    for key in raw:
-        if key not in ("actions", "tiers", "configurations", "metrics"):
-            errors.append(f"{key}: unknown field (expected actions, tiers, configurations, metrics)")
+    return raw
 
-    actions_raw = raw.get("actions", "")
-    if not isinstance(actions_raw, str):
+
+def _parse_actions(raw: Any, errors: list[str]) -> tuple[str, ...]:
+    if not isinstance(raw, str):
         errors.append('actions: expected a comma-separated string such as "enqueue, allocate, backfill"')
-        actions_raw = ""
-    actions = tuple(a.strip() for a in actions_raw.split(",") if a.strip())
+        raw = ""
+    actions = tuple(a.strip() for a in raw.split(",") if a.strip())
     if not actions:
         errors.append("actions: at least one action is required")
     for action in actions:
         if action not in ACTIONS:
             errors.append(f"actions: unknown action {action!r} (known: {', '.join(sorted(ACTIONS))})")
+    return actions
 
-    tiers: list[tuple[PluginOption, ...]] = []
-    tiers_raw = raw.get("tiers") or []
-    if not isinstance(tiers_raw, list):
+
+def _parse_tiers(raw: Any, errors: list[str]) -> tuple[tuple[PluginOption, ...], ...]:
+    if not isinstance(raw, list):
         errors.append("tiers: expected a list of {plugins: [...]}")
-        tiers_raw = []
-    for t, tier in enumerate(tiers_raw):
-        plugins_raw = tier.get("plugins") if isinstance(tier, Mapping) else None
-        if not isinstance(plugins_raw, list):
-            errors.append(f"tiers[{t}].plugins: expected a list of plugins")
-            continue
-        options = []
-        for p, plugin_raw in enumerate(plugins_raw):
-            option = _parse_plugin(plugin_raw, f"tiers[{t}].plugins[{p}]", PLUGINS, errors)
-            if option is not None:
-                options.append(option)
-        names = {o.name for o in options}
-        if "proportion" in names and any(o.name == "drf" and o.enable_hierarchy for o in options):
-            errors.append(f"tiers[{t}]: drf with enableHierarchy cannot share a tier with proportion")
-        tiers.append(tuple(options))
+        return ()
+    tiers = (_parse_tier(tier, f"tiers[{t}]", errors) for t, tier in enumerate(raw))
+    return tuple(tier for tier in tiers if tier is not None)
 
+
+def _parse_tier(raw: Any, path: str, errors: list[str]) -> tuple[PluginOption, ...] | None:
+    plugins = raw.get("plugins") if isinstance(raw, Mapping) else None
+    if not isinstance(plugins, list):
+        errors.append(f"{path}.plugins: expected a list of plugins")
+        return None
+    parsed = (_parse_plugin(plugin, f"{path}.plugins[{p}]", errors) for p, plugin in enumerate(plugins))
+    options = tuple(option for option in parsed if option is not None)
+    names = {o.name for o in options}
+    if "proportion" in names and any(o.name == "drf" and o.enable_hierarchy for o in options):
+        errors.append(f"{path}: drf with enableHierarchy cannot share a tier with proportion")
+    return options
+
+
+def _parse_configurations(raw: Any, errors: list[str]) -> dict[str, Mapping[str, Any]]:
     configurations: dict[str, Mapping[str, Any]] = {}
-    for c, conf in enumerate(raw.get("configurations") or []):
+    for c, conf in enumerate(raw):
         name = conf.get("name") if isinstance(conf, Mapping) else None
         if name not in ACTIONS:
             errors.append(f"configurations[{c}].name: unknown action {name!r}")
             continue
         arguments = conf.get("arguments") or {}
-        allowed = ACTIONS[name].arguments_spec
-        for arg in arguments:
-            if not _argument_known(arg, allowed):
-                errors.append(f"configurations[{c}].arguments.{arg}: unknown argument for action {name}")
+        for arg in _unknown_arguments(arguments, ACTIONS[name].arguments_spec):
+            errors.append(f"configurations[{c}].arguments.{arg}: unknown argument for action {name}")
         configurations[name] = dict(arguments)
-
-    if errors:
-        raise ConfError(errors)
-    return SchedulerConf(tuple(actions), tuple(tiers), configurations, dict(raw.get("metrics") or {}))
+    return configurations
 
 
-def _parse_plugin(raw: Any, path: str, known: Mapping[str, Any], errors: list[str]) -> PluginOption | None:
+def _parse_plugin(raw: Any, path: str, errors: list[str]) -> PluginOption | None:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
         errors.append(f"{path}.name: expected a plugin name")
         return None
     name = raw["name"]
-    plugin_cls = known.get(name)
-    if plugin_cls is None:
-        errors.append(f"{path}.name: unknown plugin {name!r} (known: {', '.join(sorted(known))})")
+    if name not in PLUGINS:
+        errors.append(f"{path}.name: unknown plugin {name!r} (known: {', '.join(sorted(PLUGINS))})")
         return None
+    disabled = _disabled_points(raw, path, errors)
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        errors.append(f"{path}.arguments: expected a mapping")
+        arguments = {}
+    for arg in _unknown_arguments(arguments, PLUGINS[name].arguments_spec):
+        errors.append(f"{path}.arguments.{arg}: unknown argument for plugin {name}")
+    return PluginOption(name, disabled, raw.get("enableHierarchy") is True, dict(arguments))
+
+
+def _disabled_points(raw: Mapping[str, Any], path: str, errors: list[str]) -> frozenset[str]:
+    """The extension points a plugin's enable flags switch off."""
     disabled: set[str] = set()
     for key, value in raw.items():
         if key in ("name", "arguments"):
@@ -181,14 +207,11 @@ def _parse_plugin(raw: Any, path: str, known: Mapping[str, Any], errors: list[st
             errors.append(f"{path}.{key}: expected true or false, got {value!r}")
         elif not value:
             disabled.update(ENABLE_FLAGS[key])
-    arguments = raw.get("arguments") or {}
-    if not isinstance(arguments, Mapping):
-        errors.append(f"{path}.arguments: expected a mapping")
-        arguments = {}
-    for arg in arguments:
-        if not _argument_known(arg, plugin_cls.arguments_spec):
-            errors.append(f"{path}.arguments.{arg}: unknown argument for plugin {name}")
-    return PluginOption(name, frozenset(disabled), raw.get("enableHierarchy") is True, dict(arguments))
+    return frozenset(disabled)
+
+
+def _unknown_arguments(arguments: Mapping[str, Any], spec: Mapping[str, type]) -> list[str]:
+    return [arg for arg in arguments if not _argument_known(arg, spec)]
 
 
 def _argument_known(arg: str, spec: Mapping[str, type]) -> bool:
