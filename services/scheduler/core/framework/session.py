@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from contracts.resources import Resources
 from services.scheduler.core.conf import SchedulerConf, default_conf
 from services.scheduler.core.framework.build import Owns, build_model
+from services.scheduler.core.framework.close import close_session
 from services.scheduler.core.framework.plan import Plan, SessionResult
 from services.scheduler.core.framework.plugin import Plugin
 from services.scheduler.core.framework.statement import Statement
@@ -25,6 +26,7 @@ from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import TaskInfo
 from services.scheduler.core.model.topology import HyperNodeTopology
+from services.scheduler.core.registry import ACTIONS, PLUGINS
 from services.scheduler.core.snapshot import ClusterSnapshot
 
 
@@ -61,8 +63,6 @@ class Session(TierDispatch):
         self.next_start_node = 0
         self.enqueue_enabled = "enqueue" in self.conf.actions
         self.topology = HyperNodeTopology.build(snapshot.hypernodes, self.nodes)
-
-        from services.scheduler.core.registry import PLUGINS
 
         tiers = []
         self.plugins: dict[str, Plugin] = {}
@@ -102,15 +102,11 @@ class Session(TierDispatch):
     # --- running ----------------------------------------------------------------------------------
     def run(self) -> SessionResult:
         """Run every configured action in order, then close the session."""
-        from services.scheduler.core.registry import ACTIONS
-
         for name in self.conf.actions:
             ACTIONS[name](self.conf.action_arguments(name)).execute(self)
         return self.close()
 
     def close(self) -> SessionResult:
-        from services.scheduler.core.framework.close import close_session
-
         for plugin in self.plugin_instances():
             plugin.on_session_close(self)
         return close_session(self)
