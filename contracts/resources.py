@@ -212,9 +212,6 @@ class Resources(Mapping[str, int]):
         """No dimension is requested: a BestEffort request."""
         return all(v <= 0 for v in self._items.values())
 
-    def requested_dims(self) -> tuple[str, ...]:
-        return tuple(n for n, v in self._items.items() if v > 0)
-
     def less_equal(self, other: Mapping[str, int], missing: Missing = Missing.ZERO) -> bool:
         """self <= other on every dimension self mentions with a positive value."""
         for name, value in self._items.items():
@@ -227,37 +224,8 @@ class Resources(Mapping[str, int]):
                 return False
         return True
 
-    def less_equal_on(
-        self, other: Mapping[str, int], dims: Iterable[str], missing: Missing = Missing.ZERO
-    ) -> bool:
-        """self <= other on the given dimensions only (Volcano's LessEqualWithDimension)."""
-        for name in dims:
-            value = self._items.get(name, 0)
-            if name in other:
-                if value > other[name]:
-                    return False
-            elif missing is Missing.ZERO and value > 0:
-                return False
-        return True
-
-    def less_on_any(
-        self, other: Mapping[str, int], dims: Iterable[str], missing: Missing = Missing.ZERO
-    ) -> bool:
-        """self < other on at least one of the given dimensions."""
-        for name in dims:
-            value = self._items.get(name, 0)
-            if name in other:
-                if value < other[name]:
-                    return True
-            elif missing is Missing.INFINITY:
-                return True
-        return False
-
     def to_dict(self) -> dict[str, int]:
         return dict(self._items)
-
-    def to_quantities(self) -> dict[str, str]:
-        return {n: format_quantity(n, v) for n, v in sorted(self._items.items())}
 
 
 EMPTY = Resources()

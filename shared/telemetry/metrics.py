@@ -71,9 +71,6 @@ class GaugeChild:
     def inc(self, amount: float = 1.0) -> None:
         self.value += amount
 
-    def dec(self, amount: float = 1.0) -> None:
-        self.value -= amount
-
 
 class HistogramChild:
     def __init__(self, bounds: tuple[float, ...]) -> None:

@@ -181,11 +181,6 @@ def pod_for(
     )
 
 
-def pods_for(job: Job, *, created_at: float) -> list[Pod]:
-    """The first generation of every replica."""
-    return [pod_for(job, task, i, created_at=created_at) for task in job.tasks for i in range(task.replicas)]
-
-
 def pod_name(job_name: str, task_name: str, index: int) -> str:
     """The name `pod_for` gives replica `index` of a task, without building the pod."""
     return f"{job_name}-{task_name}-{index}"

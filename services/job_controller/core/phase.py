@@ -66,14 +66,3 @@ def next_phase(job: Job, phase: str, counts: Mapping[str, TaskCounts]) -> str:
     if total.pending > replicas - min_available:
         return "Pending"
     return phase
-
-
-def settle_phase(job: Job, phase: str, counts: Mapping[str, TaskCounts]) -> str:
-    """Apply SyncJob until the phase stops moving (a job whose pods all finished within one step goes
-    Pending → Running → Completed)."""
-    for _ in range(4):
-        following = next_phase(job, phase, counts)
-        if following == phase:
-            return phase
-        phase = following
-    return phase

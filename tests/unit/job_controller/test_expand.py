@@ -23,7 +23,6 @@ from services.job_controller.core.expand import (
     min_resources,
     pod_for,
     podgroup_for,
-    pods_for,
 )
 
 CLASSES = {
@@ -214,7 +213,8 @@ def test_podgroup_for_a_job() -> None:
 
 
 def test_pods_are_named_job_task_index_in_task_order() -> None:
-    pods = pods_for(default_job(job(task("ps", 2), task("", 3))), created_at=5.0)
+    defaulted = default_job(job(task("ps", 2), task("", 3)))
+    pods = [pod_for(defaulted, t, i, created_at=5.0) for t in defaulted.tasks for i in range(t.replicas)]
     assert [p.meta.key for p in pods] == [
         "team-a/train-ps-0",
         "team-a/train-ps-1",

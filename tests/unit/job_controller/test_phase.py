@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contracts.objects import Job, ObjectMeta, TaskSpec
-from services.job_controller.core.phase import TaskCounts, next_phase, settle_phase
+from services.job_controller.core.phase import TaskCounts, next_phase
 
 
 def job(
@@ -76,20 +76,6 @@ CASES = [
 )
 def test_next_phase(given: Job, phase: str, tally: dict[str, TaskCounts], expected: str) -> None:
     assert next_phase(given, phase, tally) == expected
-
-
-@pytest.mark.parametrize(
-    ("phase", "tally", "expected"),
-    [
-        # all pods finished between two syncs: Pending → Running → Completed in one settle
-        ("Pending", counts(ps="2s", worker="4s"), "Completed"),
-        ("Pending", counts(ps="2f", worker="4f"), "Failed"),
-        ("Pending", counts(ps="2r", worker="2r 2p"), "Running"),
-        ("Pending", counts(ps="2r", worker="4p"), "Pending"),
-    ],
-)
-def test_settle_phase_runs_until_stable(phase: str, tally: dict[str, TaskCounts], expected: str) -> None:
-    assert settle_phase(PS_WORKER, phase, tally) == expected
 
 
 def test_task_counts_finished() -> None:

@@ -89,9 +89,6 @@ class Session(TierDispatch):
     def job_of(self, task: TaskInfo) -> JobInfo:
         return self.jobs[task.job]
 
-    def queue_of(self, job: JobInfo) -> QueueInfo | None:
-        return self.queues.get(job.queue)
-
     def all_tasks(self) -> Iterable[TaskInfo]:
         for job in self.jobs.values():
             yield from job.tasks.values()

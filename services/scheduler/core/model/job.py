@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
 
 from contracts.objects import NetworkTopologySpec, PodGroup, PodGroupCondition
 from contracts.resources import EMPTY, Resources
@@ -160,25 +159,15 @@ class JobInfo:
     def valid_task_num(self) -> int:
         return self.count(*_VALID)
 
-    def pending_best_effort_task_num(self) -> int:
-        return sum(1 for t in self.tasks_by_status[TaskStatus.PENDING].values() if t.best_effort)
-
     def role_count(self, role: str, statuses: frozenset[TaskStatus]) -> int:
         counts = self.role_status_counts.get(role)
         return sum(counts[s] for s in statuses) if counts else 0
-
-    def tasks_with(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
-        for status in statuses:
-            yield from list(self.tasks_by_status[status].values())
 
     def pending_tasks(self) -> list[TaskInfo]:
         return list(self.tasks_by_status[TaskStatus.PENDING].values())
 
     def is_pending_phase(self) -> bool:
         return self.phase == "Pending"
-
-    def has_hard_topology(self) -> bool:
-        return self.network_topology is not None and self.network_topology.mode == "hard"
 
     def record_fit_errors(self, task: TaskInfo, reasons: dict[str, int]) -> None:
         self.fit_errors[task.uid] = reasons

@@ -39,7 +39,6 @@ SCHEDULED_STATUSES = frozenset(
     {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED}
 )
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
-COMPLETED_STATUSES = frozenset({TaskStatus.FAILED, TaskStatus.SUCCEEDED})
 
 
 def status_of_pod(pod: Pod) -> TaskStatus:

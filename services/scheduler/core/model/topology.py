@@ -126,13 +126,6 @@ class HyperNodeTopology:
                 return name
         return CLUSTER_TOP
 
-    def domain_of_node(self, node_index: int, tier: int) -> str:
-        """The HyperNode of the given tier that contains the node ('' if none)."""
-        for name in self.names:
-            if self.tier[name] == tier and self.members[name][node_index]:
-                return name
-        return ""
-
     def leaf_of_node(self, node_index: int) -> str:
         """The lowest-tier HyperNode containing the node."""
         for name in self.names:
