@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from shared.bus.subjects import decode_token, encode_token
+from shared.bus.subjects import encode_token
 
 HEARTBEAT_ROOT = "lahar.hb"
 HEARTBEAT_FILTER = f"{HEARTBEAT_ROOT}.*"
@@ -39,14 +39,6 @@ class Heartbeat:
 
 def heartbeat_subject(agent: str) -> str:
     return f"{HEARTBEAT_ROOT}.{encode_token(agent)}"
-
-
-def agent_of_subject(subject: str) -> str:
-    """Invert heartbeat_subject(); raises ValueError for any other subject."""
-    root, _, token = subject.rpartition(".")
-    if root != HEARTBEAT_ROOT:
-        raise ValueError(f"not a heartbeat subject ({HEARTBEAT_ROOT}.<agent>): {subject!r}")
-    return decode_token(token)
 
 
 def heartbeats_for(agent: str, nodes: Sequence[str], time: float) -> list[Heartbeat]:

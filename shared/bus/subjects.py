@@ -136,11 +136,6 @@ def event_filter(
     return ".".join([EVENTS_ROOT, *tokens, ">"]) if len(tokens) < 5 else ".".join([EVENTS_ROOT, *tokens])
 
 
-def object_filter(kind: str, namespace: str | None, name: str) -> str:
-    """Every event of one object, whoever wrote it."""
-    return f"{EVENTS_ROOT}.{encode_token(kind)}.*.*.{_namespace_token(namespace)}.{encode_token(name)}"
-
-
 def guard_subject(kind: str, namespace: str | None, name: str, producer: str) -> str:
     """The events one producer wrote about one object: what its compare-and-set on the object compares."""
     prefix = f"{EVENTS_ROOT}.{encode_token(kind)}.{encode_token(producer)}.*"

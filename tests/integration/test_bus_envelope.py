@@ -109,7 +109,6 @@ def test_event_subjects() -> None:
     assert subjects.event_filter("job", "default") == "lahar.ev.job.*.*.default.>"
     assert subjects.event_filter("pod", event_type="PodBound") == "lahar.ev.pod.*.PodBound.>"
     assert subjects.event_filter(None, subjects.CLUSTER_SCOPE) == "lahar.ev.*.*.*._.>"
-    assert subjects.object_filter("job", "default", "train") == "lahar.ev.job.*.*.default.train"
     guard = subjects.guard_subject("job", "default", "train", "admission")
     assert guard == "lahar.ev.job.admission.*.default.train"
     with pytest.raises(ValueError):
