@@ -20,7 +20,8 @@ from services.job_controller.core import fold
 from services.job_controller.core.plain import fold as plain_fold
 from services.job_controller.core.plain.core import PlainCore
 from services.job_controller.core.plain.state import PlainState
-from services.job_controller.core.projection import KINDS, ObjectKey, Projected, ProjectedCore
+from services.job_controller.core.projection import KINDS, Projected, ProjectedCore
+from shared.projected_core import ObjectKey
 from shared.runner_types import Event, Output
 
 CHECKPOINT_VERSION = 1
@@ -95,7 +96,8 @@ class ControllerCore:
             "jobs": self.jobs.dump(state.jobs),
             "plain": self.plain.dump(state.plain),
         }
-        return msgpack.packb(document, use_bin_type=True)
+        packed: bytes = msgpack.packb(document, use_bin_type=True)
+        return packed
 
     def load(self, data: bytes) -> ControllerState:
         document = msgpack.unpackb(data, raw=False)

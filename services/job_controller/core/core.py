@@ -61,7 +61,10 @@ class JobControllerCore:
         return reconcile.reconcile(state, now, keys)
 
     def dump(self, state: State) -> bytes:
-        return msgpack.packb({"version": CHECKPOINT_VERSION, "state": to_plain(state)}, use_bin_type=True)
+        packed: bytes = msgpack.packb(
+            {"version": CHECKPOINT_VERSION, "state": to_plain(state)}, use_bin_type=True
+        )
+        return packed
 
     def load(self, data: bytes) -> State:
         document = msgpack.unpackb(data, raw=False)

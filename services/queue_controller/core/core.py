@@ -36,7 +36,10 @@ class QueueControllerCore:
         return reconcile.reconcile(state, keys)
 
     def dump(self, state: State) -> bytes:
-        return msgpack.packb({"version": CHECKPOINT_VERSION, "state": to_plain(state)}, use_bin_type=True)
+        packed: bytes = msgpack.packb(
+            {"version": CHECKPOINT_VERSION, "state": to_plain(state)}, use_bin_type=True
+        )
+        return packed
 
     def load(self, data: bytes) -> State:
         document = msgpack.unpackb(data, raw=False)

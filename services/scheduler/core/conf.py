@@ -167,7 +167,7 @@ def _parse_configurations(raw: Any, errors: list[str]) -> dict[str, Mapping[str,
     configurations: dict[str, Mapping[str, Any]] = {}
     for c, conf in enumerate(raw):
         name = conf.get("name") if isinstance(conf, Mapping) else None
-        if name not in ACTIONS:
+        if not isinstance(name, str) or name not in ACTIONS:
             errors.append(f"configurations[{c}].name: unknown action {name!r}")
             continue
         arguments = conf.get("arguments") or {}

@@ -16,8 +16,8 @@ from typing import Any
 from contracts import codec
 from contracts.objects import ApiObject, Pod, PodGroup, PodGroupCondition, PodGroupStatus, PodStatus
 from services.job_controller.core.plain import fold, reconcile
-from services.job_controller.core.plain.fold import ObjectKey
 from services.job_controller.core.plain.state import PlainGroup, PlainPod, PlainState, put_pod
+from shared.projected_core import ObjectKey
 from shared.runner_types import Event, Output
 
 

@@ -21,8 +21,8 @@ from contracts import codec
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import PodGroupStatus, PodStatus, frozen_map
 from services.job_controller.core.expand import QUEUE_NAME
-from services.job_controller.core.plain.fold import ObjectKey
 from services.job_controller.core.plain.state import PlainGroup, PlainPod, PlainState, own_group
+from shared.projected_core import ObjectKey
 from shared.runner_types import Output, deterministic_id
 
 

@@ -43,7 +43,7 @@ def pod_environment(
     env for every container, files as {path relative to pod_dir: content}. Plugins apply in name order
     (Volcano's order is a map's, i.e. none), so the outcome is the same on every agent. `ssh_keys`: the
     job's generated key pair, for the ssh plugin."""
-    plugins = {**PLUGINS, ssh.NAME: partial(ssh.contribute, keys=ssh_keys)}
+    plugins: dict[str, Plugin] = {**PLUGINS, ssh.NAME: partial(ssh.contribute, keys=ssh_keys)}
     environment: dict[str, str] = {}
     files: dict[str, bytes] = {}
     for name in sorted(job.plugins):

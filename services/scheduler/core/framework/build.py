@@ -120,7 +120,8 @@ def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None) -> WorkingM
         if shared is None:
             vector = resources.vector(requests)
             shared = vectors[requests] = (vector, np.flatnonzero(vector > 0))
-        task = TaskInfo(pod, key, pod_priority, *shared, requests)
+        vector, columns = shared
+        task = TaskInfo(pod, key, pod_priority, vector, columns, requests)
         if task.node:
             index = nodes.index.get(task.node)
             if index is None:

@@ -40,7 +40,7 @@ class FitResult:
 def fits_rows(matrix: np.ndarray, cols: np.ndarray, need: np.ndarray) -> np.ndarray:
     """Row mask: matrix[row, c] >= need[c] for every requested column c. A loop over the few requested
     columns is much cheaper than fancy-indexing a (rows x dims) block."""
-    mask = matrix[:, cols[0]] >= need[cols[0]]
+    mask: np.ndarray = matrix[:, cols[0]] >= need[cols[0]]
     for col in cols[1:]:
         mask &= matrix[:, col] >= need[col]
     return mask

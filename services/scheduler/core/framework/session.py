@@ -78,8 +78,8 @@ class Session(TierDispatch):
             tiers.append(built)
         self._tier_plugins = tiers
         self._index_plugins(tiers)
-        for tier in tiers:
-            for _, plugin in tier:
+        for built_tier in tiers:
+            for _, plugin in built_tier:
                 plugin.on_session_open(self)
 
     # --- conveniences used by actions and plugins -------------------------------------------------

@@ -207,7 +207,7 @@ class TierDispatch:
         """Why allocatable_fn said no (cold path, for the Unschedulable condition)."""
         for plugin in self._flat["allocatable"]:
             if not plugin.allocatable(self, queue, task):  # type: ignore[arg-type]
-                return plugin.quota_reason(self, queue, task)  # type: ignore[arg-type, attr-defined]
+                return plugin.quota_reason(self, queue, task)  # type: ignore[arg-type]
         return f"queue {queue.name} has no room"
 
     def preemptive_fn(self, queue: QueueInfo, task: TaskInfo) -> bool:
