@@ -17,23 +17,35 @@ from contracts.events import EVENT_TYPES
 from contracts.payloads import Payload, PayloadError
 from contracts.upcasters import upcast
 
-__all__ = ["PayloadError", "decode_payload", "encode_payload", "payload_problems"]
+__all__ = ["PayloadError", "UncataloguedType", "decode_payload", "encode_payload", "payload_problems"]
+
+
+class UncataloguedType(PayloadError):
+    """An event type contracts/events.py does not list: nothing says what its payload holds."""
+
+
+# Every event of the log passes through decode_payload in every service: one lookup gives what it needs.
+_CURRENT: Mapping[str, tuple[int, type[Payload]]] = {
+    name: (catalogued.version, catalogued.payload_class) for name, catalogued in EVENT_TYPES.items()
+}
 
 
 def decode_payload(event_type: str, version: int, payload: Mapping[str, Any]) -> Payload:
-    catalogued = EVENT_TYPES.get(event_type)
-    if catalogued is None:
-        raise PayloadError(f"{event_type}: not a catalogued event type (contracts/events.py)")
-    if version > catalogued.version:
-        raise PayloadError(
-            f"{event_type}: schema version {version} is newer than this lahar reads ({catalogued.version})"
-        )
-    if version < catalogued.version:
-        payload = upcast(event_type, version, catalogued.version, payload)
+    """The typed payload of an event written at schema `version` (0: the current one)."""
+    current = _CURRENT.get(event_type)
+    if current is None:
+        raise UncataloguedType(f"{event_type}: not a catalogued event type (contracts/events.py)")
+    latest, cls = current
+    if version != latest and version:
+        if version > latest:
+            raise PayloadError(
+                f"{event_type}: schema version {version} is newer than this lahar reads ({latest})"
+            )
+        payload = upcast(event_type, version, latest, payload)
     try:
-        return msgspec.convert(payload, catalogued.payload_class)
+        return msgspec.convert(payload, cls)
     except msgspec.ValidationError:
-        problems = payload_problems(catalogued.payload_class, payload)
+        problems = payload_problems(cls, payload)
         raise PayloadError(f"{event_type} payload: " + "; ".join(problems)) from None
 
 

@@ -13,9 +13,8 @@ from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from contracts.events import EVENT_TYPES
 from contracts.payloads import Payload, Uncatalogued
-from contracts.typed_events import decode_payload, encode_payload
+from contracts.typed_events import UncataloguedType, decode_payload, encode_payload
 
 S = TypeVar("S")
 P = TypeVar("P", bound=Payload)
@@ -65,11 +64,10 @@ class Event:
     data: Payload = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        catalogued = EVENT_TYPES.get(self.type)
-        if catalogued is None:
-            object.__setattr__(self, "data", _UNCATALOGUED)
-            return
-        data = decode_payload(self.type, self.version or catalogued.version, self.payload)
+        try:
+            data = decode_payload(self.type, self.version, self.payload)
+        except UncataloguedType:
+            data = _UNCATALOGUED
         object.__setattr__(self, "data", data)
 
     def payload_as(self, cls: builtins.type[P]) -> P:
