@@ -40,7 +40,7 @@ class Controllers:
                 continue
             moments.extend(p.due for p in record.pending if p.due is not None)
             ttl = record.job.ttl_seconds_after_finished
-            finished_at = record.published.get("last_transition_time") if record.published else None
+            finished_at = record.published.last_transition_time if record.published else None
             if ttl is not None and finished_at is not None and record.phase in FINAL_PHASES:
                 moments.append(finished_at + ttl)
         return min((t for t in moments if t > now), default=None)

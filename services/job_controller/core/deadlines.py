@@ -19,7 +19,7 @@ def next_deadline(record: JobRecord) -> float | None:
     """The earliest time at which reconciling the job may decide something new by the clock alone."""
     times = [p.due for p in record.pending if p.due is not None]
     ttl = record.job.ttl_seconds_after_finished if record.job is not None else None
-    finished_at = record.published.get("last_transition_time") if record.published else None
+    finished_at = record.published.last_transition_time if record.published else None
     if ttl is not None and record.phase in FINAL_PHASES and finished_at is not None:
         times.append(finished_at + ttl)
     return min(times, default=None)

@@ -33,11 +33,8 @@ pod's partition as its index divided by the task's partition size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
-
-import msgspec
 
 from contracts import payloads
 from contracts.objects import Job, TaskSpec
@@ -52,7 +49,8 @@ TARGETED = frozenset({"RestartTask", "RestartPod", "RestartPartition"})
 # phases in which the job's pods are created
 RUNNING_PHASES = frozenset({"Pending", "Running"})
 
-Target = Mapping[str, Any]  # {action, task ("" = all), lo, hi (−1 = no bound), retain (None | Soft)}
+# which pods a restart kills: task "" = every task, hi −1 = no upper index, retain "None" | "Soft"
+Target = payloads.RestartTarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +65,7 @@ def published(record: JobRecord) -> Lifecycle:
     p = record.published
     if p is None:
         return Lifecycle()
-    return Lifecycle(p["phase"], p["retry_count"], p["version"], tuple(p["restart"]))
+    return Lifecycle(p.phase, p.retry_count, p.version, p.restart)
 
 
 def read_back(record: JobRecord, status: payloads.JobStatusChanged) -> None:
@@ -75,23 +73,12 @@ def read_back(record: JobRecord, status: payloads.JobStatusChanged) -> None:
     them once the job finished), the tasks' failures (TaskFailed) reset by a full restart, and the tally
     recomputed when the pods to stop change."""
     before = _kill_facts(record)
-    version = record.published["version"] if record.published else 0
-    record.published = {
-        "phase": status.phase,
-        "counts": dict(status.counts),
-        "task_status_count": {task: dict(c) for task, c in status.task_status_count.items()},
-        "min_available": status.min_available,
-        "retry_count": status.retry_count,
-        "version": status.version,
-        "restart": [msgspec.structs.asdict(t) for t in status.restart],
-        "last_transition_time": status.last_transition_time,
-        "conditions": [msgspec.structs.asdict(c) for c in status.conditions],
-    }
-    policies.consume(record, list(status.handled))
+    version = record.published.version if record.published else 0
+    record.published = status
+    policies.consume(record, status.handled)
     if record.phase in FINAL_PHASES:
         record.pending = ()  # a finished job ignores what is still pending (issue #3967)
-    restart = record.published["restart"]
-    if record.published["version"] > version and any(not t["task"] for t in restart):
+    if status.version > version and any(not t.task for t in status.restart):
         record.failures.clear()
     if _kill_facts(record) != before:
         retally(record)
@@ -99,8 +86,10 @@ def read_back(record: JobRecord, status: payloads.JobStatusChanged) -> None:
 
 def _kill_facts(record: JobRecord) -> tuple[Any, ...]:
     """What state.to_stop reads from the published status."""
-    published = record.published or {}
-    return (record.stopping, published.get("phase"), published.get("version"), published.get("restart"))
+    published = record.published
+    if published is None:
+        return (record.stopping, None, None, None)
+    return (record.stopping, published.phase, published.version, published.restart)
 
 
 def advance(record: JobRecord, job: Job, now: float) -> tuple[Lifecycle, list[str], str]:
@@ -214,7 +203,7 @@ def _restart(lifecycle: Lifecycle, target: Target, counted: bool) -> Lifecycle:
 
 
 def _job_target(action: str, retain: str) -> Target:
-    return {"action": action, "task": "", "lo": 0, "hi": -1, "retain": retain}
+    return Target(action=action, task="", lo=0, hi=-1, retain=retain)
 
 
 def _whole_job(lifecycle: Lifecycle, job: Job, action: str) -> Target:
@@ -237,7 +226,7 @@ def _target(job: Job, pending: Pending) -> Target | None:
         size = spec.partition_policy.partition_size
         lo = pending.index // size * size
         hi = lo + size
-    return {"action": pending.action, "task": pending.task, "lo": lo, "hi": hi, "retain": "None"}
+    return Target(action=pending.action, task=pending.task, lo=lo, hi=hi, retain="None")
 
 
 def _scope(pending: Pending) -> tuple[str, ...]:

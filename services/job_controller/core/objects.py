@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from contracts import payloads
 from contracts.objects import (
@@ -41,7 +40,7 @@ def job_object(record: JobRecord | None) -> Job | None:
 
 
 def job_status(
-    job: Job, published: Mapping[str, Any] | None, by_task: Mapping[str, Mapping[str, int]]
+    job: Job, published: payloads.JobStatusChanged | None, by_task: Mapping[str, Mapping[str, int]]
 ) -> JobStatus:
     """Volcano's JobStatus: the lifecycle from the last JobStatusChanged (a job nothing was published for
     is Pending) and the counts of its pods by phase, per task and in total."""
@@ -59,13 +58,11 @@ def job_status(
         return replace(status, state=JobState(phase="Pending"), min_available=job.min_available or 0)
     return replace(
         status,
-        state=JobState(phase=published["phase"], last_transition_time=published.get("last_transition_time")),
-        min_available=published.get("min_available", job.min_available or 0),
-        retry_count=published.get("retry_count", 0),
-        version=published.get("version", 0),
-        conditions=tuple(
-            JobCondition(c["status"], c.get("last_transition_time")) for c in published.get("conditions", ())
-        ),
+        state=JobState(phase=published.phase, last_transition_time=published.last_transition_time),
+        min_available=published.min_available,
+        retry_count=published.retry_count,
+        version=published.version,
+        conditions=tuple(JobCondition(c.status, c.last_transition_time) for c in published.conditions),
     )
 
 

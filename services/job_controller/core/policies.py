@@ -39,7 +39,7 @@ Volcano's edge cases, and the rules chosen here:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from contracts import payloads
 from contracts.objects import Job, LifecyclePolicy
@@ -127,7 +127,7 @@ def command(record: JobRecord, cause: Event, action: str) -> None:
         record.pending = (*record.pending, pending)
 
 
-def consume(record: JobRecord, handled: list[str]) -> None:
+def consume(record: JobRecord, handled: Collection[str]) -> None:
     """Forget the pending actions a JobStatusChanged ran or cancelled."""
     if handled:
         done = set(handled)

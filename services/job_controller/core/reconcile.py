@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
-from contracts import codec
+import msgspec
+
+from contracts import codec, payloads
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import Job
 from services.job_controller.core import lifecycle
@@ -80,17 +81,16 @@ def _reconcile_active(state: State, r: JobRecord, now: float) -> list[Output]:
     assert job is not None  # active
     outputs: list[Output] = []
     status, cause = job_status(job, r, now)
-    changed = r.published is None or any(status[k] != r.published[k] for k in STATUS_FACT)
-    if changed or status["handled"]:
-        fact = _status_fact(r, status)
+    if _status_moved(r.published, status) or status.handled:
+        fact = status_fact(r, status)
         outputs.append(_output(r, "JobStatusChanged", "job", job.meta.name, status, fact, cause))
     # pods are created only while the job runs, as published and as about to be published (the stop of
     # what runs waits for the publication: it is caused by it)
-    running = status["phase"] in lifecycle.RUNNING_PHASES and not r.stopping
+    running = status.phase in lifecycle.RUNNING_PHASES and not r.stopping
     queue_open = state.queue_states.get(job.queue, "Open") == "Open"
     if r.podgroup is None and queue_open and running:
         podgroup = podgroup_for(job, state.priority_classes)
-        payload = {"object": codec.encode_object(podgroup)}
+        payload = payloads.PodGroupCreated(object=codec.encode_object(podgroup))
         fact = str(r.incarnation)
         outputs.append(
             _output(r, "PodGroupCreated", "podgroup", job.meta.name, payload, fact, r.spec_cause[1])
@@ -109,28 +109,29 @@ def _reconcile_deleted(r: JobRecord) -> list[Output]:
     if r.podgroup_exists and not r.tally.live:
         name = r.key.partition("/")[2]
         fact = str(r.incarnation)
-        outputs.append(_output(r, "PodGroupDeleted", "podgroup", name, {}, fact, r.last_cause[1]))
+        deleted = payloads.Empty()
+        outputs.append(_output(r, "PodGroupDeleted", "podgroup", name, deleted, fact, r.last_cause[1]))
     return outputs
 
 
 def _expiry(r: JobRecord, job: Job, now: float) -> list[Output]:
     """JobCleanedUp once a finished job's TTL ran out (Volcano's garbage collector)."""
     ttl = job.ttl_seconds_after_finished
-    finished_at = r.published.get("last_transition_time") if r.published else None
+    finished_at = r.published.last_transition_time if r.published else None
     if ttl is None or r.phase not in FINAL_PHASES or finished_at is None or now < finished_at + ttl:
         return []
-    payload = {"incarnation": r.incarnation}
+    payload = payloads.JobCleanedUp(incarnation=r.incarnation)
     return [_output(r, "JobCleanedUp", "job", job.meta.name, payload, str(r.incarnation), r.status_cause[1])]
 
 
 # --- pods ------------------------------------------------------------------------------------------
 
 
-def _missing_pods(r: JobRecord, job: Job, now: float, status: dict[str, Any]) -> list[Output]:
+def _missing_pods(r: JobRecord, job: Job, now: float, status: payloads.JobStatusChanged) -> list[Output]:
     """PodCreated for every replica without a pod, and a new generation for every pod that is gone, of the
     tasks whose dependencies run."""
     outputs = []
-    version, retries = status["version"], status["retry_count"]
+    version, retries = status.version, status.retry_count
     for task in job.tasks:
         if not lifecycle.dependencies_ready(job, task, r):
             continue
@@ -146,7 +147,7 @@ def _missing_pods(r: JobRecord, job: Job, now: float, status: dict[str, Any]) ->
             pod = pod_for(
                 job, task, index, created_at=now, generation=retry, retry_count=retries, version=version
             )
-            payload = {"object": codec.encode_object(pod)}
+            payload = payloads.PodCreated(object=codec.encode_object(pod))
             fact = f"{r.incarnation}/{version}/{retry}"
             outputs.append(_output(r, "PodCreated", "pod", name, payload, fact, cause[1]))
     return outputs
@@ -159,7 +160,7 @@ def _deletions(r: JobRecord) -> list[Output]:
     for name, p in r.pods.items():
         if stop_unrequested(r, p):
             reason, cause = _stop_reason(r, p)
-            payload = {"reason": reason, "node": p.node}
+            payload = payloads.PodDeletionRequested(reason=reason, node=p.node)
             fact = f"{r.incarnation}/{p.retry}/{p.node}"
             outputs.append(_output(r, "PodDeletionRequested", "pod", name, payload, fact, cause[1]))
     return outputs
@@ -173,8 +174,8 @@ def _stop_reason(r: JobRecord, pod: PodRecord) -> tuple[str, Cause]:
         return STOP_REASONS[r.phase], r.status_cause
     if restart_kills(r, pod):
         assert r.published is not None  # restart targets are published
-        target = next(t for t in r.published["restart"] if target_names(t, pod))
-        return target["action"], r.status_cause
+        target = next(t for t in r.published.restart if target_names(t, pod))
+        return target.action, r.status_cause
     if pod.deletion_node is None:
         return "ScaleDown", r.spec_cause
     return "Stopped", pod.end_cause  # asked before, and bound since
@@ -183,37 +184,46 @@ def _stop_reason(r: JobRecord, pod: PodRecord) -> tuple[str, Cause]:
 # --- status ----------------------------------------------------------------------------------------
 
 
-def job_status(job: Job, r: JobRecord, now: float) -> tuple[dict[str, Any], str]:
+def job_status(job: Job, r: JobRecord, now: float) -> tuple[payloads.JobStatusChanged, str]:
     """The JobStatusChanged payload the job should have now — its lifecycle (phase, retryCount, version,
     restart targets, the pending actions handled), totals and per-task counts by pod phase, minAvailable,
     the phase's transition time and conditions — and the id of the event that caused it."""
     state, handled, cause = lifecycle.advance(r, job, now)
     by_task = r.tally.by_task
-    last = r.published or {"phase": "Pending", "last_transition_time": None, "conditions": []}
-    moved = r.published is None or state.phase != last["phase"]
-    conditions = list(last["conditions"])
+    last = r.published
+    moved = last is None or state.phase != last.phase
+    conditions = () if last is None else last.conditions
     if moved:
         # Volcano's appendJobCondition: one condition per phase, the latest transition last
-        conditions = [c for c in conditions if c["status"] != state.phase]
-        conditions.append({"status": state.phase, "last_transition_time": now})
-    status = {
-        "phase": state.phase,
-        "counts": {ph.lower(): sum(c.get(ph, 0) for c in by_task.values()) for ph in POD_PHASES},
-        "task_status_count": {task: dict(c) for task, c in by_task.items()},
-        "min_available": job.min_available or 0,
-        "retry_count": state.retry_count,
-        "version": state.version,
-        "restart": [dict(t) for t in state.restart],
-        "handled": handled,
-        "last_transition_time": now if moved else last["last_transition_time"],
-        "conditions": conditions,
-    }
+        entered = payloads.JobCondition(status=state.phase, last_transition_time=now)
+        conditions = (*(c for c in conditions if c.status != state.phase), entered)
+    status = payloads.JobStatusChanged(
+        phase=state.phase,
+        counts={ph.lower(): sum(c.get(ph, 0) for c in by_task.values()) for ph in POD_PHASES},
+        task_status_count={task: dict(c) for task, c in by_task.items()},
+        min_available=job.min_available or 0,
+        retry_count=state.retry_count,
+        version=state.version,
+        restart=state.restart,
+        handled=tuple(handled),
+        last_transition_time=now if last is None or moved else last.last_transition_time,
+        conditions=conditions,
+    )
     return status, cause or r.last_cause[1]
 
 
-def _status_fact(r: JobRecord, status: dict[str, Any]) -> str:
-    fields = (*STATUS_FACT, "handled")
-    content = json.dumps({k: status[k] for k in fields}, sort_keys=True, separators=(",", ":"))
+def _status_moved(published: payloads.JobStatusChanged | None, status: payloads.JobStatusChanged) -> bool:
+    """Whether the job's lifecycle (STATUS_FACT) differs from the one last published."""
+    return published is None or any(getattr(status, k) != getattr(published, k) for k in STATUS_FACT)
+
+
+def status_fact(r: JobRecord, status: payloads.JobStatusChanged) -> str:
+    """The status's part of its event id: the JSON of its lifecycle (STATUS_FACT) and the pending actions
+    it handled, as the plain payload holds them (restart targets as maps), with sorted keys and no
+    spaces. Ids are deduplication keys: this must give the same string for the same status, in every
+    release, or a status already published would be published again."""
+    fields = {k: getattr(status, k) for k in (*STATUS_FACT, "handled")}
+    content = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=msgspec.structs.asdict)
     return f"{r.incarnation}/{r.status_generation}/{content}"
 
 
@@ -221,7 +231,13 @@ def _status_fact(r: JobRecord, status: dict[str, Any]) -> str:
 
 
 def _output(
-    r: JobRecord, event_type: str, kind: str, name: str, payload: dict[str, Any], fact: str, cause: str
+    r: JobRecord,
+    event_type: str,
+    kind: str,
+    name: str,
+    payload: payloads.Payload,
+    fact: str,
+    cause: str,
 ) -> Output:
     """An event about `<job namespace>/<name>`, correlated to the job, caused by event id `cause`."""
     namespace = job_namespace(r.key)

@@ -22,8 +22,8 @@ gone: nothing runs it, and its slot is free for the next generation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from contracts import payloads
 from contracts.objects import Job, PriorityClass
 from services.job_controller.core.phase import STOPPING_PHASES
 from services.job_controller.core.pod_lifecycle import FINISHED_POD_PHASES, gone
@@ -127,7 +127,7 @@ class JobRecord:
     podgroup_deleted: bool = False
     podgroup_cause: Cause = NO_CAUSE  # the last PodGroup event
     pods: dict[str, PodRecord] = field(default_factory=dict)  # by pod name; change through put_pod
-    published: dict[str, Any] | None = None  # payload of the last JobStatusChanged
+    published: payloads.JobStatusChanged | None = None  # payload of the last JobStatusChanged
     status_generation: int = 0  # JobStatusChanged events folded so far
     status_cause: Cause = NO_CAUSE  # the last JobStatusChanged
     last_cause: Cause = NO_CAUSE  # the last event folded into this record
@@ -145,7 +145,7 @@ class JobRecord:
     @property
     def phase(self) -> str:
         """The published phase (Pending until the first JobStatusChanged)."""
-        return "Pending" if self.published is None else self.published["phase"]
+        return "Pending" if self.published is None else self.published.phase
 
     @property
     def stopping(self) -> bool:
@@ -215,19 +215,19 @@ def _replicas(record: JobRecord, task: str) -> int:
 def restart_kills(record: JobRecord, pod: PodRecord) -> bool:
     """While Restarting: the pod predates the job's version and a restart target names it."""
     published = record.published
-    if published is None or published["phase"] != "Restarting" or pod.version >= published["version"]:
+    if published is None or published.phase != "Restarting" or pod.version >= published.version:
         return False
-    return any(target_names(target, pod) for target in published["restart"])
+    return any(target_names(target, pod) for target in published.restart)
 
 
-def target_names(target: dict[str, Any], pod: PodRecord) -> bool:
-    """Whether a restart target ({task, lo, hi, retain, action}; task "" = every task, hi -1 = no upper
-    index) covers the pod; a finished pod only when the target's retain is None."""
-    if target["task"] and target["task"] != pod.task:
+def target_names(target: payloads.RestartTarget, pod: PodRecord) -> bool:
+    """Whether a restart target (task "" = every task, hi -1 = no upper index) covers the pod; a finished
+    pod only when the target's retain is None."""
+    if target.task and target.task != pod.task:
         return False
-    if pod.index < target["lo"] or (target["hi"] >= 0 and pod.index >= target["hi"]):
+    if pod.index < target.lo or (target.hi >= 0 and pod.index >= target.hi):
         return False
-    return not pod.finished or target["retain"] == "None"
+    return not pod.finished or target.retain == "None"
 
 
 def to_stop(record: JobRecord, pod: PodRecord) -> bool:

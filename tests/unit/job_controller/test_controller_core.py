@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.core_log import CoreLog
 
-from contracts import codec
+from contracts import codec, payloads
 from contracts.objects import (
     Container,
     Job,
@@ -31,7 +31,8 @@ from contracts.resources import Resources
 from services.job_controller.core.core import JobControllerCore
 from services.job_controller.core.expand import JOB_RETRY_COUNT, POD_GENERATION
 from services.job_controller.core.objects import job_object
-from services.job_controller.core.state import retally
+from services.job_controller.core.reconcile import status_fact
+from services.job_controller.core.state import JobRecord, retally
 from shared.runner_types import Event, Output
 
 KEY = "team-a/train"
@@ -85,7 +86,8 @@ def of(outputs: Iterable[Any], type: str) -> list[Any]:
 
 
 def statuses(outputs: Iterable[Output | Event]) -> list[tuple[str, dict[str, int]]]:
-    return [(o.payload["phase"], o.payload["counts"]) for o in of(outputs, "JobStatusChanged")]
+    typed = (o.payload if isinstance(o, Output) else o.data for o in of(outputs, "JobStatusChanged"))
+    return [(s.phase, s.counts) for s in typed if isinstance(s, payloads.JobStatusChanged)]
 
 
 def status_now(log: Log) -> tuple[str, dict[str, int]]:
@@ -130,7 +132,7 @@ def test_submit_creates_the_podgroup_and_a_pending_status() -> None:
     outputs = log.core.reconcile(log.state, 10.0)
     assert [o.type for o in outputs] == ["JobStatusChanged", "PodGroupCreated"]
     created = of(outputs, "PodGroupCreated")[0]
-    podgroup = codec.decode_object(created.payload["object"])
+    podgroup = created.payload.decoded()
     assert isinstance(podgroup, PodGroup)
     assert (created.kind, created.namespace, created.name) == ("podgroup", "team-a", "train")
     assert (podgroup.min_member, dict(podgroup.min_task_member)) == (3, {"ps": 1, "worker": 2})
@@ -138,8 +140,8 @@ def test_submit_creates_the_podgroup_and_a_pending_status() -> None:
     assert podgroup.min_resources == Resources.parse({"cpu": "3", "memory": "3Gi"})
     assert (created.correlation_id, created.causation_id) == (KEY, submitted.id)
     status = of(outputs, "JobStatusChanged")[0].payload
-    assert (status["phase"], status["counts"], status["min_available"]) == ("Pending", counts(), 3)
-    assert status["last_transition_time"] == 10.0
+    assert (status.phase, status.counts, status.min_available) == ("Pending", counts(), 3)
+    assert status.last_transition_time == 10.0
 
 
 def test_no_pods_while_the_podgroup_is_pending() -> None:
@@ -158,7 +160,7 @@ def test_podgroup_inqueue_creates_every_replica() -> None:
     outputs = log.core.reconcile(log.state, 20.0)
     created = of(outputs, "PodCreated")
     assert [o.name for o in created] == PODS
-    pods = [codec.decode_object(o.payload["object"]) for o in created]
+    pods = [o.payload.decoded() for o in created]
     assert all(isinstance(p, Pod) for p in pods)
     assert [p.meta.uid for p in pods] == [f"team-a-{name}-0" for name in PODS]
     assert {p.meta.creation_timestamp for p in pods} == {20.0}
@@ -185,7 +187,7 @@ def test_priority_classes_order_the_podgroup_minimum() -> None:
     log.submit(job(task("worker", 2), high, min_available=1))
     created = of(log.settle(), "PodGroupCreated")[0]
     # minAvailable 1 below the tasks' sum: the first pod counted is the high-priority one
-    assert codec.decode_object(created.payload["object"]).min_resources == Resources.parse({"cpu": "4"})
+    assert created.payload.decoded().min_resources == Resources.parse({"cpu": "4"})
 
 
 # --- phases ---------------------------------------------------------------------------------------
@@ -274,8 +276,8 @@ def test_status_counts_per_task_and_transition_time() -> None:
     }
     log.run_all(["train-worker-1"])
     running = of(log.settle(now=40.0), "JobStatusChanged")[0].payload
-    assert (running["phase"], running["last_transition_time"]) == ("Running", 40.0)
-    assert running["counts"] == counts(running=3)  # the counts as they stood at the transition
+    assert (running.phase, running.last_transition_time) == ("Running", 40.0)
+    assert running.counts == counts(running=3)  # the counts as they stood at the transition
     log.pod("PodSucceeded", "train-ps-0", exit_code=0)
     assert of(log.settle(now=50.0), "JobStatusChanged") == []
     shown = job_object(log.state.jobs[KEY])
@@ -291,10 +293,10 @@ def test_min_success_completes_and_stops_the_rest() -> None:
     done = log.pod("PodSucceeded", "train-worker-1", exit_code=0)
     outputs = log.settle()
     status = of(outputs, "JobStatusChanged")
-    assert status[0].payload["phase"] == "Completed"
+    assert status[0].payload.phase == "Completed"
     assert status[0].causation_id == done.id
     stop = of(outputs, "PodDeletionRequested")
-    assert [(o.name, o.payload["reason"], o.causation_id) for o in stop] == [
+    assert [(o.name, o.payload.reason, o.causation_id) for o in stop] == [
         ("train-ps-0", "JobFinished", status[0].id)
     ]
     assert status_now(log) == ("Completed", counts(succeeded=2, terminating=1))
@@ -321,7 +323,7 @@ def test_a_pod_that_is_gone_is_created_again_with_the_next_retry(ending: str) ->
         end = log.pod("PodLost", "train-worker-1", reason="NodeLost")
     outputs = log.settle()
     [created] = of(outputs, "PodCreated")
-    pod = codec.decode_object(created.payload["object"])
+    pod = created.payload.decoded()
     assert (created.name, pod.meta.uid) == ("train-worker-1", "team-a-train-worker-1-1")
     # the pod's generation moves on; the job's retryCount does not (no policy restarted the job)
     assert (pod.meta.annotations[POD_GENERATION], pod.meta.annotations[JOB_RETRY_COUNT]) == ("1", "0")
@@ -364,14 +366,14 @@ def test_scale_down_and_up() -> None:
     log.settle()
     update = log.submit(job(task("ps", 1), task("worker", 1)), type="JobUpdated")
     outputs = log.settle()
-    assert [(o.name, o.payload["reason"], o.causation_id) for o in of(outputs, "PodDeletionRequested")] == [
+    assert [(o.name, o.payload.reason, o.causation_id) for o in of(outputs, "PodDeletionRequested")] == [
         ("train-worker-1", "ScaleDown", update.id)
     ]
     log.pod("PodTerminated", "train-worker-1", reason="Deleted")
     assert of(log.settle(), "PodCreated") == []
     log.submit(job(task("ps", 1), task("worker", 3)), type="JobUpdated")
     created = of(log.settle(), "PodCreated")
-    assert [(o.name, codec.decode_object(o.payload["object"]).meta.uid) for o in created] == [
+    assert [(o.name, o.payload.decoded().meta.uid) for o in created] == [
         ("train-worker-1", "team-a-train-worker-1-1"),
         ("train-worker-2", "team-a-train-worker-2-0"),
     ]
@@ -399,7 +401,7 @@ def test_a_command_for_the_job_waits_until_a_status_runs_it() -> None:
     [pending] = log.state.jobs[KEY].pending
     assert (pending.action, pending.cause) == ("AbortJob", command.id)
     [status] = of(log.core.reconcile(log.state, 300.0), "JobStatusChanged")
-    assert (status.payload["phase"], status.payload["handled"]) == ("Aborting", [pending.key])
+    assert (status.payload.phase, status.payload.handled) == ("Aborting", (pending.key,))
     assert status.causation_id == command.id
     log.publish([status])
     assert log.state.jobs[KEY].pending == ()
@@ -414,7 +416,7 @@ def test_deletion_cascade_waits_for_the_pods_to_stop() -> None:
     log.settle()
     deleted = log.add("JobDeleted", "job", "team-a", "train")
     outputs = log.core.reconcile(log.state, 300.0)
-    assert [(o.type, o.name, o.payload["node"], o.causation_id) for o in outputs] == [
+    assert [(o.type, o.name, o.payload.node, o.causation_id) for o in outputs] == [
         ("PodDeletionRequested", "train-ps-0", "n1", deleted.id),
         ("PodDeletionRequested", "train-worker-0", "n1", deleted.id),
         ("PodDeletionRequested", "train-worker-1", "", deleted.id),
@@ -437,7 +439,7 @@ def test_a_pod_bound_after_its_deletion_is_deleted_from_its_node() -> None:
     log.publish(log.core.reconcile(log.state, 300.0))  # three deletions of unbound pods
     log.pod("PodBound", "train-worker-1", node="n2", plan="late")
     [again] = log.core.reconcile(log.state, 300.0)
-    assert (again.type, again.name, again.payload["node"]) == ("PodDeletionRequested", "train-worker-1", "n2")
+    assert (again.type, again.name, again.payload.node) == ("PodDeletionRequested", "train-worker-1", "n2")
     log.publish([again])
     log.pod("PodTerminated", "train-worker-1", node="n2", reason="Deleted")
     assert [o.type for o in log.settle()] == ["PodGroupDeleted"]
@@ -504,6 +506,36 @@ def test_reconcile_is_repeatable_before_its_outputs_land() -> None:
     log.podgroup("Inqueue")
     first = [o.id for o in log.core.reconcile(log.state, 1.0)]
     assert first == [o.id for o in log.core.reconcile(log.state, 99.0)]  # ids never depend on now
+
+
+def test_a_status_keeps_the_fact_its_id_was_derived_from_in_earlier_releases() -> None:
+    # ids are deduplication keys: a status already published must get the same id after an upgrade.
+    # The expected string is what the job-controller derived from this status when it built the
+    # JobStatusChanged payload as a dict.
+    record = JobRecord(KEY, None, incarnation=7, status_generation=3)
+    status = payloads.JobStatusChanged(
+        phase="Restarting",
+        counts=counts(pending=1, running=2, failed=1),
+        task_status_count={"worker": {"Running": 2, "Failed": 1}, "ps": {"Pending": 1}},
+        min_available=3,
+        retry_count=2,
+        version=5,
+        restart=(
+            payloads.RestartTarget(action="RestartTask", task="worker", lo=0, hi=-1, retain="None"),
+            payloads.RestartTarget(action="RestartJob", task="", lo=0, hi=-1, retain="Soft"),
+        ),
+        handled=("evt-1/PodFailed", "evt-2/Command"),
+        last_transition_time=40.5,
+        conditions=(
+            payloads.JobCondition(status="Running", last_transition_time=20.0),
+            payloads.JobCondition(status="Restarting", last_transition_time=40.5),
+        ),
+    )
+    assert status_fact(record, status) == (
+        '7/3/{"handled":["evt-1/PodFailed","evt-2/Command"],"min_available":3,"phase":"Restarting",'
+        '"restart":[{"action":"RestartTask","hi":-1,"lo":0,"retain":"None","task":"worker"},'
+        '{"action":"RestartJob","hi":-1,"lo":0,"retain":"Soft","task":""}],"retry_count":2,"version":5}'
+    )
 
 
 @pytest.mark.parametrize("checkpoint_at", [0, 5, 12, 20])

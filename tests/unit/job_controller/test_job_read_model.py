@@ -55,7 +55,7 @@ class Log:
             if not outputs:
                 return
             for o in outputs:
-                self.add(o.type, o.kind, o.name, dict(o.payload), id=o.id)
+                self.add(o.type, o.kind, o.name, o.plain_payload, id=o.id)
         raise AssertionError("reconcile does not converge")
 
     def pods(self, type: str, node: str = "n1", **payload: Any) -> None:

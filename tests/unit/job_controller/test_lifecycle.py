@@ -11,12 +11,14 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
+import msgpack
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.core_log import CoreLog
 
-from contracts import codec
+from contracts import codec, payloads
 from contracts.objects import (
     Container,
     DependsOn,
@@ -29,7 +31,7 @@ from contracts.objects import (
     TaskSpec,
 )
 from contracts.resources import Resources
-from services.job_controller.core.core import JobControllerCore
+from services.job_controller.core.core import CHECKPOINT_VERSION, JobControllerCore, to_plain
 from services.job_controller.core.expand import JOB_RETRY_COUNT, JOB_VERSION, POD_GENERATION
 from services.job_controller.core.objects import job_object
 from services.job_controller.core.state import JobRecord, retally
@@ -143,7 +145,7 @@ class Log(CoreLog):
         return self.state.jobs[KEY]
 
     @property
-    def status(self) -> dict[str, Any]:
+    def status(self) -> payloads.JobStatusChanged:
         published = self.record.published
         assert published is not None
         return published
@@ -166,7 +168,7 @@ def of(outputs: Iterable[Any], type: str) -> list[Any]:
 
 
 def deletions(outputs: Iterable[Output]) -> dict[str, str]:
-    return {o.name: o.payload["reason"] for o in of(outputs, "PodDeletionRequested")}
+    return {o.name: o.payload.reason for o in of(outputs, "PodDeletionRequested")}
 
 
 def started(j: Job | None = None) -> Log:
@@ -184,7 +186,7 @@ def running(j: Job | None = None) -> Log:
     log = started(j)
     log.run(*pod_names(j))
     log.settle()
-    assert log.status["phase"] == "Running"
+    assert log.status.phase == "Running"
     return log
 
 
@@ -274,12 +276,12 @@ STATE_CASES = [(phase, action) for phase in SETUPS for action in COMMANDS]
 @pytest.mark.parametrize(("phase", "action"), STATE_CASES, ids=[f"{p}-{a}" for p, a in STATE_CASES])
 def test_state_table(phase: str, action: str) -> None:
     log = SETUPS[phase]()
-    assert log.status["phase"] == phase
-    before = log.status["retry_count"]
+    assert log.status.phase == phase
+    before = log.status.retry_count
     log.command(action)
     log.settle()
     expected = TABLE[phase].get(action, (phase, before))
-    assert (log.status["phase"], log.status["retry_count"]) == expected
+    assert (log.status.phase, log.status.retry_count) == expected
     assert log.record.pending == ()  # every command was consumed (or, for a finished job, never kept)
 
 
@@ -296,12 +298,12 @@ def test_restart_job_kills_every_pod_finished_ones_too_and_creates_the_next_gene
     # the finished pods are deleted at once, the running one stops
     assert deletions(outputs) == {name: "RestartJob" for name in PODS}
     status = of(outputs, "JobStatusChanged")[0]
-    assert (status.payload["phase"], status.causation_id) == ("Restarting", restart.id)
-    assert (log.status["phase"], log.live_pods()) == ("Restarting", {"train-worker-1": (0, "Running")})
+    assert (status.payload.phase, status.causation_id) == ("Restarting", restart.id)
+    assert (log.status.phase, log.live_pods()) == ("Restarting", {"train-worker-1": (0, "Running")})
     log.stopped("train-worker-1")
     created = of(log.settle(), "PodCreated")
     assert [o.name for o in created] == PODS
-    pod = codec.decode_object(created[0].payload["object"])
+    pod = created[0].payload.decoded()
     notes = pod.meta.annotations
     assert (notes[POD_GENERATION], notes[JOB_RETRY_COUNT], notes[JOB_VERSION]) == ("1", "1", "1")
     assert log.phases() == ["Pending", "Running", "Restarting", "Pending"]
@@ -318,9 +320,9 @@ def test_stopping_actions_keep_finished_pods(action: str, ending: str) -> None:
     assert stops == {"train-worker-0": action, "train-worker-1": action}
     log.stopped(*stops)
     log.settle()
-    assert log.status["phase"] == ending
+    assert log.status.phase == ending
     assert log.live_pods() == {"train-ps-0": (0, "Succeeded")}
-    assert log.status["counts"]["succeeded"] == 1
+    assert log.status.counts["succeeded"] == 1
 
 
 def test_restarting_waits_for_enough_pods_to_stop() -> None:
@@ -330,10 +332,10 @@ def test_restarting_waits_for_enough_pods_to_stop() -> None:
     log.settle()
     log.stopped("train-ps-0")
     log.settle()
-    assert log.status["phase"] == "Restarting"
+    assert log.status.phase == "Restarting"
     log.stopped("train-worker-0")
     outputs = log.settle()
-    assert log.status["phase"] == "Pending"
+    assert log.status.phase == "Pending"
     # the pods that are gone come back; the one still stopping keeps its slot until it is gone too
     assert [o.name for o in of(outputs, "PodCreated")] == ["train-ps-0", "train-worker-0"]
     log.stopped("train-worker-1")
@@ -345,7 +347,7 @@ def test_restarting_fails_the_job_once_the_retries_are_used_up() -> None:
     log.command("RestartJob")
     outputs = log.settle()
     assert log.phases()[-2:] == ["Restarting", "Failed"]
-    assert log.status["retry_count"] == 1
+    assert log.status.retry_count == 1
     assert of(outputs, "PodCreated") == []
 
 
@@ -356,11 +358,11 @@ def test_an_action_while_restarting_widens_the_restart_without_counting(action: 
     log.fail("train-worker-0")
     outputs = log.settle()
     assert deletions(outputs) == {"train-worker-0": "RestartTask", "train-worker-1": "RestartTask"}
-    assert (log.status["phase"], log.status["retry_count"]) == ("Restarting", 1)
+    assert (log.status.phase, log.status.retry_count) == ("Restarting", 1)
     log.command(action)
     outputs = log.settle()
     assert deletions(outputs) == {"train-ps-0": action}
-    assert (log.status["phase"], log.status["retry_count"]) == ("Restarting", 1)
+    assert (log.status.phase, log.status.retry_count) == ("Restarting", 1)
     log.stopped("train-ps-0", "train-worker-1")
     assert len(of(log.settle(), "PodCreated")) == 3
 
@@ -374,11 +376,11 @@ def test_an_exit_code_policy_restarts_the_job_until_max_retry_then_fails() -> No
     for attempt in range(3):
         log.run("train-main-0")
         log.settle()
-        assert log.status["phase"] == "Running"
+        assert log.status.phase == "Running"
         assert log.live_pods() == {"train-main-0": (attempt, "Running")}
         log.fail("train-main-0", exit_code=3)
         log.settle()
-        assert log.status["retry_count"] == attempt + 1
+        assert log.status.retry_count == attempt + 1
     assert log.phases() == [
         "Pending",
         "Running",
@@ -395,7 +397,7 @@ def test_another_exit_code_fails_the_job_as_the_plain_path_does() -> None:
     log = running(j)
     log.fail("train-main-0", exit_code=1)
     log.settle()
-    assert (log.phases()[-1], log.status["retry_count"]) == ("Failed", 0)
+    assert (log.phases()[-1], log.status.retry_count) == ("Failed", 0)
 
 
 def test_restart_task_restarts_only_that_task() -> None:
@@ -415,7 +417,7 @@ def test_restart_task_restarts_only_that_task() -> None:
         "train-worker-0": (1, "Running"),
         "train-worker-1": (1, "Running"),
     }
-    assert (log.status["phase"], log.status["retry_count"]) == ("Running", 1)
+    assert (log.status.phase, log.status.retry_count) == ("Running", 1)
 
 
 @pytest.mark.parametrize(
@@ -436,7 +438,7 @@ def test_restart_pod_and_partition(action: str, restarted: list[str]) -> None:
     outputs += log.settle()
     assert sorted(o.name for o in of(outputs, "PodCreated")) == restarted
     assert {name: log.live_pods()[name] for name in restarted} == dict.fromkeys(restarted, (1, "Pending"))
-    assert log.status["retry_count"] == 1
+    assert log.status.retry_count == 1
 
 
 # --- commands: suspend, resume, terminate, complete -----------------------------------------------------
@@ -451,7 +453,7 @@ def test_suspend_and_resume() -> None:
     assert stops == {"train-worker-0": "AbortJob", "train-worker-1": "AbortJob"}
     log.stopped(*stops)
     log.settle()
-    assert log.status["phase"] == "Aborted"
+    assert log.status.phase == "Aborted"
     assert log.settle(now=500.0) == []  # a suspended job stays so
     log.command("ResumeJob")
     created = of(log.settle(), "PodCreated")
@@ -460,7 +462,7 @@ def test_suspend_and_resume() -> None:
     log.run("train-worker-0", "train-worker-1")
     log.settle()
     assert log.phases() == ["Pending", "Running", "Aborting", "Aborted", "Restarting", "Pending", "Running"]
-    assert (log.status["retry_count"], log.status["version"]) == (1, 2)
+    assert (log.status.retry_count, log.status.version) == (1, 2)
 
 
 def test_suspended_before_it_had_a_podgroup() -> None:
@@ -472,7 +474,7 @@ def test_suspended_before_it_had_a_podgroup() -> None:
     assert log.phases() == ["Aborting", "Aborted"]
     log.command("ResumeJob")
     assert of(log.settle(), "PodGroupCreated")
-    assert log.status["phase"] == "Pending"
+    assert log.status.phase == "Pending"
 
 
 def test_terminate_stops_the_job_for_good() -> None:
@@ -511,9 +513,9 @@ def test_conditions_keep_one_entry_per_phase_with_its_latest_transition() -> Non
     log.settle(now=40.0)
     log.run(*PODS)
     log.settle(now=50.0)
-    conditions = [(c["status"], c["last_transition_time"]) for c in log.status["conditions"]]
+    conditions = [(c.status, c.last_transition_time) for c in log.status.conditions]
     assert conditions == [("Restarting", 30.0), ("Pending", 40.0), ("Running", 50.0)]
-    assert log.status["last_transition_time"] == 50.0
+    assert log.status.last_transition_time == 50.0
     # as the read model shows them
     status = job_object(log.record).status
     assert [(c.status, c.last_transition_time) for c in status.conditions] == conditions
@@ -580,11 +582,11 @@ def test_a_finished_job_is_cleaned_up_after_its_ttl() -> None:
     for name in PODS:
         log.succeed(name)
     log.settle(now=100.0)
-    assert log.status["phase"] == "Completed"
+    assert log.status.phase == "Completed"
     assert log.settle(now=159.0) == []
     outputs = log.settle(now=160.0)
     assert [(o.type, o.name) for o in outputs] == [("JobCleanedUp", "train"), ("PodGroupDeleted", "train")]
-    assert outputs[0].payload == {"incarnation": 1}
+    assert outputs[0].payload == payloads.JobCleanedUp(incarnation=1)
     assert log.state.jobs == {}
 
 
@@ -609,7 +611,7 @@ def test_a_late_clean_up_does_not_delete_the_next_incarnation() -> None:
     log.submit(job())
     log.settle()
     log.publish([cleanup])  # in flight while the job was deleted and submitted again
-    assert cleanup.type == "JobCleanedUp" and cleanup.payload["incarnation"] != log.record.incarnation
+    assert cleanup.type == "JobCleanedUp" and cleanup.payload.incarnation != log.record.incarnation
     assert log.record.active
 
 
@@ -625,12 +627,40 @@ def test_dump_load_keeps_the_lifecycle() -> None:
     log = running(j)
     log.fail("train-worker-0")
     log.settle()
-    assert log.record.failures == {"worker": 1} and log.status["restart"]
+    assert log.record.failures == {"worker": 1} and log.status.restart
     log.stopped("train-worker-1")
     log.settle()  # new workers, each with a delayed PodPending action
     assert log.record.pending
     loaded = log.core.load(log.core.dump(log.state))
     assert loaded == log.state
+    assert log.core.reconcile(loaded, 500.0) == log.core.reconcile(log.state, 500.0)
+
+
+def test_a_checkpoint_whose_published_status_lacks_the_handled_actions_still_loads() -> None:
+    log = running(job(task("ps"), task("worker", 2, policy("RestartJob", "PodFailed")), max_retry=3))
+    log.fail("train-worker-1")
+    log.settle()
+    assert log.status.handled  # the restart ran the PodFailed policy's action
+    plain = to_plain(log.state)
+    # the published status as checkpoints of version 2 first held it: the payload without `handled`
+    plain["jobs"][0]["published"] = {
+        "phase": "Restarting",
+        "counts": {"pending": 0, "running": 2, "succeeded": 0, "failed": 1, "terminating": 0},
+        "task_status_count": {"ps": {"Running": 1}, "worker": {"Running": 1, "Failed": 1}},
+        "min_available": 3,
+        "retry_count": 1,
+        "version": 1,
+        "restart": [{"action": "RestartJob", "task": "", "lo": 0, "hi": -1, "retain": "None"}],
+        "last_transition_time": 10.0,
+        "conditions": [
+            {"status": "Pending", "last_transition_time": 10.0},
+            {"status": "Running", "last_transition_time": 10.0},
+            {"status": "Restarting", "last_transition_time": 10.0},
+        ],
+    }
+    checkpoint = msgpack.packb({"version": CHECKPOINT_VERSION, "state": plain}, use_bin_type=True)
+    loaded = log.core.load(checkpoint)
+    assert loaded.jobs[KEY].published == msgspec.structs.replace(log.status, handled=())
     assert log.core.reconcile(loaded, 500.0) == log.core.reconcile(log.state, 500.0)
 
 

@@ -109,8 +109,8 @@ def test_without_policies_a_failure_changes_nothing_but_the_counts() -> None:
     log = running()
     log.fail("train-worker-0")
     log.settle()
-    assert log.record.pending == () and log.status["retry_count"] == 0
-    assert log.status["phase"] == "Running"
+    assert log.record.pending == () and log.status.retry_count == 0
+    assert log.status.phase == "Running"
 
 
 def scaled(workers: int, event: str) -> Job:
@@ -143,12 +143,12 @@ def test_task_failed_after_max_retry_failures_comes_before_the_pod_failure() -> 
     log = running(job(task("ps"), worker))
     log.fail("train-worker-0")
     log.settle()
-    assert (log.status["phase"], log.status["retry_count"]) == ("Pending", 1)
+    assert (log.status.phase, log.status.retry_count) == ("Pending", 1)
     log.run("train-worker-0")
     log.settle()
     log.fail("train-worker-0")  # the task's second failure: TaskFailed, then the PodFailed it absorbs
     log.settle()
-    assert log.phases()[-1] == "Terminating" and log.status["retry_count"] == 1
+    assert log.phases()[-1] == "Terminating" and log.status.retry_count == 1
     assert log.record.pending == ()
 
 
@@ -162,7 +162,7 @@ def test_task_failed_never_fires_with_unlimited_retries() -> None:
         log.settle()
         log.run("train-worker-0")
         log.settle()
-    assert (log.status["phase"], log.status["retry_count"]) == ("Running", 4)
+    assert (log.status.phase, log.status.retry_count) == ("Running", 4)
 
 
 def test_a_full_restart_resets_the_task_failures() -> None:
@@ -178,7 +178,7 @@ def test_task_completed_only_once_every_replica_succeeded() -> None:
     log = running(job(task("ps"), task("worker", 2, policy("AbortJob", "TaskCompleted"))))
     log.succeed("train-worker-0")
     log.settle()
-    assert log.status["phase"] == "Running"
+    assert log.status.phase == "Running"
     log.succeed("train-worker-1")
     log.settle()
     assert log.phases()[-1] == "Aborting"
@@ -198,7 +198,7 @@ def test_pod_pending_acts_after_its_timeout(action: str) -> None:
     log.settle(now=40.0)
     assert "Restarting" in log.phases() or log.phases()[-1] == "Aborting"
     # one action for the task: the other pod's delayed action of the same scope is cancelled
-    assert log.status["retry_count"] == (0 if action == "AbortJob" else 1)
+    assert log.status.retry_count == (0 if action == "AbortJob" else 1)
     assert all(p.due is None or p.due > 40.0 for p in log.record.pending)
 
 
@@ -207,17 +207,17 @@ def test_pod_pending_is_cancelled_when_the_pod_runs_first() -> None:
     log.now = 20.0
     log.run(*PODS)
     log.settle(now=100.0)
-    assert (log.phases()[-1], log.status["retry_count"]) == ("Running", 0)
+    assert (log.phases()[-1], log.status.retry_count) == ("Running", 0)
     assert log.record.pending == ()
 
 
 def test_a_recreated_pod_waits_its_own_pod_pending_timeout() -> None:
     log = started(job(task("main", 1, policy("RestartPod", "PodPending", timeout=30.0))))
     log.settle(now=40.0)  # created at 10: restarted at 40, created again at 40
-    assert (log.status["retry_count"], log.live_pods()) == (1, {"train-main-0": (1, "Pending")})
+    assert (log.status.retry_count, log.live_pods()) == (1, {"train-main-0": (1, "Pending")})
     assert log.settle(now=69.0) == []
     log.settle(now=70.0)
-    assert log.status["retry_count"] == 2
+    assert log.status.retry_count == 2
 
 
 def test_a_delayed_eviction_action_is_cancelled_when_the_pod_runs_again() -> None:
@@ -229,7 +229,7 @@ def test_a_delayed_eviction_action_is_cancelled_when_the_pod_runs_again() -> Non
     log.now = 30.0
     log.run("train-worker-1")
     log.settle(now=100.0)
-    assert (log.phases()[-1], log.status["retry_count"]) == ("Running", 0)
+    assert (log.phases()[-1], log.status.retry_count) == ("Running", 0)
 
 
 def test_a_delayed_eviction_action_runs_if_the_pod_does_not_recover() -> None:
@@ -240,7 +240,7 @@ def test_a_delayed_eviction_action_runs_if_the_pod_does_not_recover() -> None:
     log.settle()
     log.settle(now=50.0)
     assert log.phases()[-3:] == ["Running", "Pending", "Restarting"]
-    assert log.status["retry_count"] == 1
+    assert log.status.retry_count == 1
 
 
 def test_the_same_delayed_action_for_a_pod_is_kept_once() -> None:
@@ -262,7 +262,7 @@ def test_an_action_cancels_the_delayed_actions_of_its_scope() -> None:
     log.settle(now=50.0)
     assert log.record.pending == ()
     log.settle(now=60.0)
-    assert log.status["retry_count"] == 1
+    assert log.status.retry_count == 1
 
 
 # --- Volcano's edge cases -----------------------------------------------------------------------------
@@ -285,7 +285,7 @@ def test_an_eviction_and_a_failure_of_one_pod_give_one_action(first: str, second
     assert len(log.record.pending) == 1
     log.settle()
     assert log.phases()[2:] == [phase]
-    assert log.status["retry_count"] == (1 if phase == "Restarting" else 0)
+    assert log.status.retry_count == (1 if phase == "Restarting" else 0)
     assert log.record.pending == ()
 
 
@@ -299,13 +299,13 @@ def test_restart_task_does_not_retrigger_itself_through_the_pods_it_kills() -> N
     assert stops == {"train-worker-1": "RestartTask", "train-worker-2": "RestartTask"}
     log.pod("PodTerminated", "train-worker-0", reason="Evicted")
     log.settle()
-    assert log.status["phase"] == "Pending"
+    assert log.status.phase == "Pending"
     log.stopped(*stops)  # the killed pods stop after the restart is over
     log.settle()
     log.run("train-worker-0", "train-worker-1", "train-worker-2")
     log.settle()
     assert log.phases() == ["Pending", "Running", "Restarting", "Pending", "Running"]
-    assert log.status["retry_count"] == 1
+    assert log.status.retry_count == 1
 
 
 EVICTION_CASES = [
@@ -333,7 +333,7 @@ def test_evictions_by_the_scheduler_count_only_when_the_policy_names_them(
     log.pod(type, "train-worker-1", reason=reason, plan="p")
     log.settle()
     assert ("Restarting" in log.phases()) is restarted
-    assert log.status["retry_count"] == retries
+    assert log.status.retry_count == retries
 
 
 def test_evictions_without_a_policy_never_count() -> None:
@@ -344,7 +344,7 @@ def test_evictions_without_a_policy_never_count() -> None:
         log.settle()
         log.run("train-worker-1")
         log.settle()
-    assert (log.status["phase"], log.status["retry_count"]) == ("Running", 0)
+    assert (log.status.phase, log.status.retry_count) == ("Running", 0)
     assert log.live_pods()["train-worker-1"] == (3, "Running")
 
 
@@ -356,7 +356,7 @@ def test_a_finished_job_ignores_policies_and_commands() -> None:
         log.fail(name)
     log.fail(PODS[2])
     log.settle()
-    assert log.status["phase"] == "Failed"
+    assert log.status.phase == "Failed"
     log.podgroup("Unknown")
     log.command("RestartJob")
     assert log.record.pending == ()
@@ -368,7 +368,7 @@ def test_delayed_actions_are_dropped_when_the_job_finishes() -> None:
     log.fail("train-main-0")
     assert len(log.record.pending) == 1
     log.settle()  # the only pod failed: the job fails before the delayed restart is due
-    assert log.status["phase"] == "Failed" and log.record.pending == ()
+    assert log.status.phase == "Failed" and log.record.pending == ()
     assert log.settle(now=500.0) == []
 
 
@@ -381,7 +381,7 @@ def test_events_between_a_finish_and_its_stops_are_ignored() -> None:
     log.publish([completed])
     log.pod("PodLost", "train-ps-0", reason="NodeLost")  # before the controller asked it to stop
     log.settle()
-    assert log.phases()[-1] == "Completed" and log.status["retry_count"] == 0
+    assert log.phases()[-1] == "Completed" and log.status.retry_count == 0
 
 
 def test_a_late_event_of_a_killed_pod_raises_nothing() -> None:
@@ -391,12 +391,12 @@ def test_a_late_event_of_a_killed_pod_raises_nothing() -> None:
     log.settle()
     log.stopped("train-ps-0")
     log.settle()
-    assert log.status["phase"] == "Pending"
+    assert log.status.phase == "Pending"
     log.fail("train-worker-0", exit_code=143)  # killed by the restart: SIGTERM
     log.pod("PodLost", "train-worker-1", reason="NodeLost")
     assert log.record.pending == ()
     log.settle()
-    assert "Terminating" not in log.phases() and log.status["retry_count"] == 1
+    assert "Terminating" not in log.phases() and log.status.retry_count == 1
 
 
 def test_an_event_for_a_deleted_job_is_ignored() -> None:
