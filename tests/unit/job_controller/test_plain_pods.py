@@ -9,6 +9,7 @@ from typing import Any
 
 from support.core_log import CoreLog
 
+from contracts import payloads
 from contracts.codec import decode_object, encode_object
 from contracts.events import EVENT_TYPES
 from contracts.objects import Container, ObjectMeta, Pod, PodGroup, PodSpec, frozen_map
@@ -88,7 +89,7 @@ def test_a_plain_pods_own_group_comes_first_then_the_pod_in_the_groups_queue() -
     controller = Controller()
     submitted = controller.submit(POD, own_group(POD, queue="research"))
     assert controller.settle() == [("PodGroupCreated", "default/podgroup-uid-p"), ("PodCreated", "default/p")]
-    created = decode_object(controller.output("PodCreated").payload["object"])
+    created = controller.output("PodCreated").payload.decoded()
     assert created.meta.uid == "uid-p" and created.meta.annotations["volcano.sh/queue-name"] == "research"
     group = controller.output("PodGroupCreated")
     assert group.causation_id == submitted.id and group.correlation_id == "default/p"
@@ -137,7 +138,8 @@ def test_withdrawing_a_running_pod_stops_it_then_forgets_it_and_its_group() -> N
         ("PodDeletionRequested", "default/p"),
     ]
     stop = controller.output("PodDeletionRequested")
-    assert dict(stop.payload) == {"reason": "PodDeleted", "node": "n1"} and stop.causation_id == withdrawn.id
+    assert stop.payload == payloads.PodDeletionRequested(reason="PodDeleted", node="n1")
+    assert stop.causation_id == withdrawn.id
     assert controller.rendered("pod", "default/p").meta.deletion_timestamp is not None  # still stopping
     controller.fold("PodTerminated", "default/p", {"node": "n1", "reason": "Deleted"})
     assert controller.rendered("pod", "default/p") is None
@@ -152,7 +154,7 @@ def test_a_pod_withdrawn_before_it_was_created_writes_nothing_more_and_a_late_cr
     controller.fold("PodWithdrawn", "default/p")
     assert controller.settle() == [] and controller.state.plain.pods == {}
     # the group's creation lands after all: an orphan, deleted
-    controller.fold("PodGroupCreated", "default/podgroup-uid-p", dict(create_group.payload))
+    controller.fold("PodGroupCreated", "default/podgroup-uid-p", create_group.plain_payload)
     assert controller.settle() == [("PodGroupDeleted", "default/podgroup-uid-p")]
     # and a pod's: stopped before any node takes it
     controller.fold("PodCreated", "default/p", {"object": encode_object(POD)})
@@ -172,7 +174,7 @@ def test_a_pod_submitted_again_while_its_predecessor_stops_starts_after_it() -> 
     assert controller.settle() == []  # the first one still runs
     controller.fold("PodTerminated", "default/p", {"node": "n1", "reason": "Deleted"})
     assert controller.settle() == [("PodGroupCreated", "default/podgroup-uid-2"), ("PodCreated", "default/p")]
-    assert decode_object(controller.output("PodCreated").payload["object"]).meta.uid == "uid-2"
+    assert controller.output("PodCreated").payload.decoded().meta.uid == "uid-2"
     assert controller.rendered("pod", "default/p").status.phase == "Pending"
 
 

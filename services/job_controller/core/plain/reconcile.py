@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 
-from contracts import codec
+from contracts import codec, payloads
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import PodGroupStatus, PodStatus, frozen_map
 from services.job_controller.core.expand import QUEUE_NAME
@@ -64,13 +63,14 @@ def _related(state: PlainState, keys: Iterable[ObjectKey]) -> tuple[list[PlainGr
 def _group_outputs(state: PlainState, group: PlainGroup) -> list[Output]:
     if not group.created and _wanted(state, group):
         podgroup = replace(group.podgroup, status=PodGroupStatus())
-        payload = {"object": codec.encode_object(podgroup)}
+        payload = payloads.PodGroupCreated(object=codec.encode_object(podgroup))
         return [
             _output("PodGroupCreated", "podgroup", group.key, payload, group.cause, group.cause[1], group)
         ]
     if group.exists and not _wanted(state, group):
         cause = group.withdrawn or _owner_end(state, group) or group.cause
-        return [_output("PodGroupDeleted", "podgroup", group.key, {}, group.cause, cause[1], group)]
+        deleted = payloads.Empty()
+        return [_output("PodGroupDeleted", "podgroup", group.key, deleted, group.cause, cause[1], group)]
     return []
 
 
@@ -96,11 +96,11 @@ def _pod_outputs(state: PlainState, record: PlainPod) -> list[Output]:
             return []  # waits for its group
         annotations = frozen_map({**record.pod.meta.annotations, QUEUE_NAME: group.podgroup.queue})
         pod = replace(record.pod, meta=replace(record.pod.meta, annotations=annotations), status=PodStatus())
-        created = {"object": codec.encode_object(pod)}
+        created = payloads.PodCreated(object=codec.encode_object(pod))
         return [_output("PodCreated", "pod", record.key, created, record.cause, record.cause[1])]
     if record.stop_unrequested:
         assert record.withdrawn is not None  # stop_unrequested
-        stop = {"reason": "PodDeleted", "node": record.node}
+        stop = payloads.PodDeletionRequested(reason="PodDeleted", node=record.node)
         cause = record.withdrawn[1]
         return [
             _output("PodDeletionRequested", "pod", record.key, stop, record.cause, cause, fact=record.node)
@@ -112,7 +112,7 @@ def _output(
     event_type: str,
     kind: str,
     key: str,
-    payload: dict[str, Any],
+    payload: payloads.Payload,
     incarnation: tuple[int, str],
     cause: str,
     group: PlainGroup | None = None,
