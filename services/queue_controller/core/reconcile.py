@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
+from contracts import payloads
 from contracts.events import QUEUE_CONTROLLER
+from contracts.typed_events import encode_payload
 from services.queue_controller.core.state import Cause, QueueRecord, State
 from shared.runner_types import Output, deterministic_id
 
@@ -25,7 +26,7 @@ def reconcile(state: State, names: Iterable[str] | None = None) -> list[Output]:
     records = queues.values() if names is None else (r for n in names if (r := queues.get(n)) is not None)
     for record in records:
         if record.state != record.published_state:
-            payload = {"state": record.state}
+            payload = payloads.QueueStateChanged(state=record.state)
             outputs.append(
                 _output(record, "QueueStateChanged", payload, record.state_generation, record.state_cause)
             )
@@ -33,9 +34,10 @@ def reconcile(state: State, names: Iterable[str] | None = None) -> list[Output]:
 
 
 def _output(
-    record: QueueRecord, event_type: str, payload: dict[str, Any], generation: int, cause: Cause
+    record: QueueRecord, event_type: str, payload: payloads.Payload, generation: int, cause: Cause
 ) -> Output:
-    content = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    # the plain payload's JSON, as ids were first derived: the same content must keep the same id
+    content = json.dumps(encode_payload(payload), sort_keys=True, separators=(",", ":"))
     return Output(
         type=event_type,
         kind="queue",

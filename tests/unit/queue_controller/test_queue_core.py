@@ -53,7 +53,7 @@ class Log(CoreLog):
 
 
 def states(outputs: Iterable[Output]) -> list[tuple[str, str]]:
-    return [(o.name, o.payload["state"]) for o in outputs if o.type == "QueueStateChanged"]
+    return [(o.name, o.payload.state) for o in outputs if o.type == "QueueStateChanged"]
 
 
 def counts(pending=0, inqueue=0, running=0, unknown=0, completed=0) -> dict[str, int]:
@@ -111,6 +111,20 @@ def test_default_queue_is_published_open_once() -> None:
         ("queue", None, "default", None)
     }
     assert log.settle() == []
+
+
+def test_a_state_keeps_the_id_earlier_releases_gave_it() -> None:
+    # ids are deduplication keys: the same state of the same queue incarnation must keep its id after an
+    # upgrade. The expected ids are the ones derived when the payload was built as a dict.
+    log = Log()
+    assert [o.id for o in log.settle()] == ["11235301-7e95-595d-8a00-330bc2883a9a"]
+    log.queue("research")
+    assert [o.id for o in log.settle()] == ["fb2f5f24-c1c5-5df2-abce-39bf835e9cfe"]
+    log.podgroup("g", "research")
+    log.command("CloseQueue", "research")
+    assert [(o.payload.state, o.id) for o in log.settle()] == [
+        ("Closing", "97b35178-393e-5177-b40d-05ef5a11bc14")
+    ]
 
 
 def test_a_new_queue_is_published_open() -> None:

@@ -40,7 +40,7 @@ class Log:
 
     def settle(self) -> None:
         for o in self.core.reconcile(self.state, 0.0):
-            self.add(o.type, o.kind, o.name, dict(o.payload))
+            self.add(o.type, o.kind, o.name, o.plain_payload)
         assert self.core.reconcile(self.state, 0.0) == []
 
     def obj(self, kind: str, name: str) -> Any:
