@@ -326,7 +326,8 @@ def _write(emit: Emit, view: View, guarded: set[str]) -> Write:
     namespace = None if obj.kind in CLUSTER_SCOPED else obj.meta.namespace
     key = subject_key(kind, namespace, obj.meta.name)
     expected = None if key in guarded else view.subjects.get(key, 0)
-    correlation = str(emit.payload["target"]) if emit.type == "CommandIssued" else obj.meta.key
+    payload = emit.payload
+    correlation = payload.target if isinstance(payload, payloads.CommandIssued) else obj.meta.key
     return Write(emit, kind, namespace, obj.meta.name, expected, correlation)
 
 

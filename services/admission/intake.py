@@ -23,12 +23,11 @@ import yaml
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
-from contracts.codec import encode
 from contracts.errors import FieldError
 from contracts.objects import ApiObject
 from contracts.parse import parse_documents
 from services.admission.core.context import ClusterContext
-from services.admission.core.decide import APPLY, Request
+from services.admission.core.decide import APPLY, Request, manifest_rejected
 from services.admission.port import AdmissionPort
 from services.admission.submission import Submission, Submitted
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
@@ -262,7 +261,7 @@ class IntakeConsumer:
             time=self.port.clock(),
             producer=self.port.producer,
             correlation_id=key,
-            payload={"errors": [encode(e) for e in errors], "source": source},
+            payload=manifest_rejected(errors, source),
             # not derived_event_id(request_id, 0): that is the id of the first event should the same
             # message be accepted when delivered again (say, once its queue exists)
             id=deterministic_id(CONSUMER, "ManifestRejected", request_id),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from contracts import payloads
 from contracts.objects import Job
 from services.admission.context_core import Plan, Write
 from services.admission.core.decide import Emit
@@ -44,11 +45,9 @@ def with_key_pairs(plan: Plan, pairs: Mapping[str, KeyPair]) -> Plan:
         if write.emit.type != "JobSubmitted" or not isinstance(job, Job) or job.meta.key not in pairs:
             continue
         private, public = pairs[job.meta.key]
-        payload = {
-            "name": ssh.secret_name(job),
-            "uid": job.meta.uid,
-            "data": ssh.secret_data(ssh.KeyPair(private, public)),
-        }
+        payload = payloads.JobSecretCreated(
+            name=ssh.secret_name(job), uid=job.meta.uid, data=ssh.secret_data(ssh.KeyPair(private, public))
+        )
         # the same subject as the JobSubmitted before it, which carries the subject's guard
         writes.append(replace(write, emit=Emit(SECRET_EVENT, job, payload), expected_last_subject_seq=None))
     return replace(plan, writes=tuple(writes))

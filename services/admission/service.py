@@ -271,7 +271,7 @@ class AdmissionService(EventSourcedService[View]):
                     time=now,
                     producer=self.core.name,
                     correlation_id=w.correlation_id,
-                    payload=dict(w.emit.payload),
+                    payload=w.emit.payload,
                     id=derived_event_id(request_id, index),
                     causation_id=request_id,
                     **trace,

@@ -14,12 +14,14 @@ and PodGroup are the Job's: they cannot be deleted on their own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from contracts.codec import encode, encode_object
+from contracts import payloads
+from contracts.codec import encode_object
 from contracts.errors import FieldError
+from contracts.events import EVENT_TYPES
 from contracts.objects import (
     CLUSTER_SCOPED,
     ApiObject,
@@ -88,7 +90,7 @@ class Emit(NamedTuple):
 
     type: str
     object: ApiObject
-    payload: Mapping[str, Any]
+    payload: payloads.Payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +117,18 @@ def decide(request: Request, context: ClusterContext) -> Decision:
     return _write(request, obj, context)
 
 
+def manifest_rejected(errors: Iterable[FieldError], source: str) -> payloads.ManifestRejected:
+    """The record of a manifest from the intake stream that was refused, with every error."""
+    fields = tuple(
+        payloads.RejectedField(document=e.document, path=e.path, message=e.message) for e in errors
+    )
+    return payloads.ManifestRejected(errors=fields, source=source)
+
+
 def _reject(request: Request, errors: list[FieldError]) -> Decision:
     events: tuple[Emit, ...] = ()
     if request.source and request.object is not None:
-        payload = {"errors": [encode(e) for e in errors], "source": request.source}
-        events = (Emit("ManifestRejected", request.object, payload),)
+        events = (Emit("ManifestRejected", request.object, manifest_rejected(errors, request.source)),)
     return Decision(False, events=events, errors=tuple(errors))
 
 
@@ -150,7 +159,14 @@ def _write(request: Request, obj: ApiObject, context: ClusterContext) -> Decisio
     if new == old:
         return Decision(True, objects=(new,))  # re-applying an unchanged object records nothing
     event = APPLIED_EVENTS[obj.kind][0 if old is None else 1]
-    return Decision(True, objects=(new,), events=(Emit(event, new, {"object": encode_object(new)}),))
+    return Decision(True, objects=(new,), events=(Emit(event, new, _applied(event, new)),))
+
+
+def _applied(event: str, obj: ApiObject) -> payloads.Payload:
+    """The payload of an event that records an applied object: the object, encoded."""
+    cls = EVENT_TYPES[event].payload_class
+    assert issubclass(cls, payloads.ObjectPayload)  # every APPLIED_EVENTS type carries its object
+    return cls(object=encode_object(obj))
 
 
 def _fresh(obj: ApiObject) -> ApiObject:
@@ -168,7 +184,9 @@ def _submit_pod(pod: Pod, podgroup: PodGroup | None) -> Decision:
     """PodSubmitted carries the pod and the PodGroup it gets of its own (None when it names one)."""
     pod = replace(pod, status=PodStatus())
     group = None if podgroup is None else replace(podgroup, status=PodGroupStatus())
-    payload = {"object": encode_object(pod), "podgroup": None if group is None else encode_object(group)}
+    payload = payloads.PodSubmitted(
+        object=encode_object(pod), podgroup=None if group is None else encode_object(group)
+    )
     objects = (pod,) if group is None else (pod, group)
     return Decision(True, objects=objects, events=(Emit("PodSubmitted", pod, payload),))
 
@@ -221,7 +239,7 @@ def _delete(request: Request, context: ClusterContext) -> Decision:
     if isinstance(existing, Pod):  # its own PodGroup goes with it
         own = context.podgroups.get(f"{namespace}/{existing.meta.annotations.get(GROUP_NAME, '')}")
         objects += (own,) if own is not None and owner_pod(own) == existing.meta.name else ()
-    return Decision(True, objects=objects, events=(Emit(DELETED_EVENTS[kind], existing, {}),))
+    return Decision(True, objects=objects, events=(Emit(DELETED_EVENTS[kind], existing, payloads.Empty()),))
 
 
 def _not_found(kind: str, namespace: str, name: str, context: ClusterContext) -> str:
@@ -246,5 +264,7 @@ def _command(request: Request, obj: ApiObject, context: ClusterContext) -> Decis
     errors = validate_meta(command, document) + validate_command(command, context, document)
     if errors or command.target is None:  # (validate_command reports a missing target)
         return _reject(request, errors)
-    payload = {"action": command.action, "target_kind": command.target.kind, "target": target_key(command)}
+    payload = payloads.CommandIssued(
+        action=command.action, target_kind=command.target.kind, target=target_key(command)
+    )
     return Decision(True, objects=(command,), events=(Emit("CommandIssued", command, payload),))

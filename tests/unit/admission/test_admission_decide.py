@@ -18,7 +18,7 @@ from admission_manifests import (
     task,
 )
 
-from contracts.codec import decode_object
+from contracts import payloads
 from contracts.events import ADMISSION, EVENT_TYPES, writer_of
 from contracts.objects import Job, JobState, JobStatus, ObjectMeta, Queue, QueueStatus
 from services.admission.core.context import ClusterContext
@@ -47,7 +47,7 @@ def _decide(operation: str, doc: dict[str, Any], ctx: ClusterContext, **request:
     decision = decide(Request(operation, parse(doc), **request), ctx)
     for event in decision.events:
         assert writer_of(event.type) == ADMISSION
-        assert set(EVENT_TYPES[event.type].payload) <= set(event.payload)
+        assert isinstance(event.payload, EVENT_TYPES[event.type].payload_class)
     return decision
 
 
@@ -67,7 +67,7 @@ def test_create_job_is_defaulted_and_submitted() -> None:
     assert job.status == JobStatus()
     ((kind, obj, payload),) = decision.events
     assert (kind, obj) == ("JobSubmitted", job)
-    assert decode_object(payload["object"]) == job
+    assert payload.decoded() == job
 
 
 def test_create_of_an_existing_job_is_rejected() -> None:
@@ -226,7 +226,7 @@ def test_delete(kind: str, name: str, extra: dict[str, str], event: str) -> None
     decision = decide(Request("delete", kind=kind, name=name, **extra), ctx)
     assert decision.accepted
     ((event_type, obj, payload),) = decision.events
-    assert (event_type, obj.meta.name, payload) == (event, name, {})
+    assert (event_type, obj.meta.name, payload) == (event, name, payloads.Empty())
     missing = decide(Request("delete", kind=kind, name="missing", **extra), ctx)
     assert [e.path for e in missing.errors] == ["metadata.name"] and not missing.accepted
 
@@ -257,7 +257,7 @@ def test_command_issued(action: str, kind: str, target: str, key: str) -> None:
     assert decision.accepted
     ((event_type, obj, payload),) = decision.events
     assert event_type == "CommandIssued" and obj == decision.objects[0]
-    assert payload == {"action": action, "target_kind": kind, "target": key}
+    assert payload == payloads.CommandIssued(action=action, target_kind=kind, target=key)
 
 
 @pytest.mark.parametrize(
@@ -288,16 +288,16 @@ def test_rejected_intake_manifests_are_recorded() -> None:
     decision = _decide("create", job_doc(queue="nowhere"), context(), source="lahar.intake.job.default.train")
     ((event_type, obj, payload),) = decision.events
     assert event_type == "ManifestRejected" and obj.meta.name == "train"
-    assert payload == {
-        "errors": [
-            {
-                "document": "Job default/train",
-                "path": "spec.queue",
-                "message": "unable to find job queue 'nowhere'",
-            }
-        ],
-        "source": "lahar.intake.job.default.train",
-    }
+    assert payload == payloads.ManifestRejected(
+        errors=(
+            payloads.RejectedField(
+                document="Job default/train",
+                path="spec.queue",
+                message="unable to find job queue 'nowhere'",
+            ),
+        ),
+        source="lahar.intake.job.default.train",
+    )
     # an API caller gets the errors in the reply; nothing is recorded
     assert _decide("create", job_doc(queue="nowhere"), context()).events == ()
 

@@ -7,9 +7,11 @@ from typing import Any
 
 from admission_manifests import container, job_doc, parse, pod_doc, podgroup_doc, queue_doc, task
 
+from contracts import payloads
 from contracts.codec import decode_object
 from contracts.errors import FieldError
 from contracts.objects import Pod, PodGroup
+from contracts.typed_events import encode_payload
 from services.admission.context_core import AdmissionViewCore, Plan, View, plan
 from services.admission.core.decide import APPLY, CREATE, DELETE, UPDATE, Request
 from shared.runner_types import Event
@@ -31,7 +33,7 @@ class Cluster:
         decided = plan(requests, self.view, f"req-{self.requests}", float(self.requests))
         for write in decided.writes:
             seq = self.view.seq + 1
-            payload = dict(write.emit.payload)
+            payload = encode_payload(write.emit.payload)
             event = Event(
                 seq,
                 write.emit.type,
@@ -59,10 +61,10 @@ def errors(decided: Plan) -> list[tuple[str, str]]:
     return [(e.path, e.message) for e in decided.errors]
 
 
-def only(decided: Plan) -> tuple[str, dict[str, Any]]:
+def only(decided: Plan) -> tuple[str, payloads.Payload]:
     assert decided.accepted, decided.errors
     ((write),) = decided.writes
-    return write.emit.type, dict(write.emit.payload)
+    return write.emit.type, write.emit.payload
 
 
 def test_a_plain_pod_is_submitted_with_a_podgroup_of_its_own() -> None:
@@ -71,7 +73,8 @@ def test_a_plain_pod_is_submitted_with_a_podgroup_of_its_own() -> None:
         cluster.apply(pod_doc("p", annotations={"scheduling.volcano.sh/group-min-member": "1"}))
     )
     assert event_type == "PodSubmitted"
-    pod, group = decode_object(payload["object"]), decode_object(payload["podgroup"])
+    assert isinstance(payload, payloads.PodSubmitted) and payload.podgroup is not None
+    pod, group = payload.decoded(), decode_object(payload.podgroup)
     assert isinstance(pod, Pod) and isinstance(group, PodGroup)
     assert pod.meta.uid and group.meta.name == f"podgroup-{pod.meta.uid}"
     assert pod.meta.annotations[GROUP_NAME] == group.meta.name
@@ -89,9 +92,9 @@ def test_a_pod_naming_a_podgroup_gets_none_and_a_submitted_podgroup_is_marked_as
     member = pod_doc("m0", annotations={GROUP_NAME: "gang"})
     decided = cluster.apply(gang, member)
     assert [w.emit.type for w in decided.writes] == ["PodGroupSubmitted", "PodSubmitted"]
-    group = decode_object(decided.writes[0].emit.payload["object"])
+    group = decided.writes[0].emit.payload.decoded()
     assert group.meta.annotations[OWNER] == "User" and group.meta.uid
-    assert decided.writes[1].emit.payload["podgroup"] is None
+    assert decided.writes[1].emit.payload.podgroup is None
     assert set(cluster.view.context().podgroups) == {"default/gang"}
 
 
@@ -117,19 +120,19 @@ def test_deleting_a_plain_pod_takes_its_own_podgroup_along() -> None:
     (group_key,) = cluster.view.context().podgroups
     refused = errors(cluster.delete("PodGroup", group_key.partition("/")[2]))
     assert "is Pod 'p''s own; delete the pod" in refused[0][1]
-    assert only(cluster.delete("Pod", "p")) == ("PodWithdrawn", {})
+    assert only(cluster.delete("Pod", "p")) == ("PodWithdrawn", payloads.Empty())
     context = cluster.view.context()
     assert context.plain_pods == {} and context.podgroups == {}
     assert "not found" in errors(cluster.delete("Pod", "p"))[0][1]
     # submitted again: a new identity, so a new group of its own
-    resubmitted = decode_object(only(cluster.apply(pod_doc("p")))[1]["podgroup"])
+    resubmitted = decode_object(only(cluster.apply(pod_doc("p")))[1].podgroup)
     assert f"default/{resubmitted.meta.name}" != group_key
 
 
 def test_deleting_a_users_podgroup_leaves_its_pods() -> None:
     cluster = Cluster()
     cluster.apply(podgroup_doc("gang"), pod_doc("m0", annotations={GROUP_NAME: "gang"}))
-    assert only(cluster.delete("PodGroup", "gang")) == ("PodGroupWithdrawn", {})
+    assert only(cluster.delete("PodGroup", "gang")) == ("PodGroupWithdrawn", payloads.Empty())
     assert set(cluster.view.context().plain_pods) == {"default/m0"}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from admission_manifests import job_doc, parse, queue_doc, task
 
+from contracts import payloads
 from services.admission.context_core import AdmissionViewCore, Plan, plan
 from services.admission.core.decide import APPLY, Request
 from services.admission.job_secrets import jobs_needing_keys, with_key_pairs
@@ -46,10 +47,8 @@ def test_each_secret_follows_its_jobs_submission_on_the_same_subject_under_its_g
     submitted, secret = sealed.writes[0], sealed.writes[1]
     assert (secret.kind, secret.namespace, secret.correlation_id) == ("job", "default", "default/b")
     assert submitted.expected_last_subject_seq == 0 and secret.expected_last_subject_seq is None
-    assert dict(secret.emit.payload) == {
-        "name": "b-ssh",
-        "uid": submitted.emit.object.meta.uid,
-        "data": {"id_rsa": "PRIV-B", "id_rsa.pub": "PUB-B"},
-    }
+    assert secret.emit.payload == payloads.JobSecretCreated(
+        name="b-ssh", uid=submitted.emit.object.meta.uid, data={"id_rsa": "PRIV-B", "id_rsa.pub": "PUB-B"}
+    )
     assert sealed.outcomes == decided.outcomes
     assert with_key_pairs(decided, {}) == decided
