@@ -82,6 +82,38 @@ def test_unknown_envelope_keys_are_tolerated() -> None:
     assert Envelope.decode(msgpack.packb(doc)) == make(id=doc["id"])
 
 
+def test_an_integer_time_reads_as_float_seconds() -> None:
+    # producers in other languages may write a whole second as an integer
+    decoded = Envelope.decode(msgpack.packb(make().to_dict() | {"time": 1_700_000_000}))
+    assert decoded.time == 1_700_000_000.0 and type(decoded.time) is float
+
+
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.binary(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    payload=st.dictionaries(st.text(max_size=8), _VALUES, max_size=4),
+    causation=st.none() | st.text(max_size=8),
+    tracestate=st.none() | st.text(max_size=8),
+    extra=st.dictionaries(st.sampled_from(["x", "y"]), _VALUES, max_size=2),
+)
+def test_the_fast_reading_and_the_checked_one_agree(
+    payload: dict[str, object], causation: str | None, tracestate: str | None, extra: dict[str, object]
+) -> None:
+    doc = make(payload=payload, causation_id=causation, tracestate=tracestate).to_dict() | extra
+    data = msgpack.packb(doc)
+    assert Envelope.decode(data) == Envelope._decode_checked(data)
+
+
 def test_derived_ids_are_stable_and_distinct() -> None:
     assert derived_event_id("cause", 0) == derived_event_id("cause", 0)
     assert derived_event_id("cause", 0) != derived_event_id("cause", 1)
