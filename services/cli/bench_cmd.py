@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import orjson
 
-from services.cli import bench_codec, bench_payloads
+from services.cli import bench_codec, bench_fold, bench_payloads
 from services.cli.bench_e2e.figures import medians
 from services.cli.bench_e2e.run import BenchSpec
 from services.cli.bench_e2e.run import run_bench as run_e2e_bench
@@ -59,6 +60,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     codec.add_argument("-n", "--iterations", type=int, default=20000, help="calls per kind (default 20000)")
     codec.add_argument("-o", "--output", choices=("json", "table"), default="table")
     codec.set_defaults(handler=run_codec)
+    fold = kinds.add_parser("fold", help="events/s each core folds from a kept stack's log, in process")
+    fold.add_argument(
+        "--home", type=Path, required=True, help="a stopped stack's home (bench e2e --keep-home)"
+    )
+    fold.add_argument("--services", default=",".join(bench_fold.SERVICES), help="comma-separated")
+    fold.add_argument("--events", type=int, default=60000, help="the first N events each core reads")
+    fold.add_argument("--passes", type=int, default=5)
+    fold.add_argument("--agent-nodes", type=int, default=1000, help="the stack's hollow nodes")
+    fold.add_argument("-o", "--output", choices=("json", "table"), default="table")
+    fold.set_defaults(handler=run_fold)
     typed = kinds.add_parser(
         "payloads", help="µs to decode an event payload: msgspec Struct, dataclass, unchecked"
     )
@@ -187,4 +198,26 @@ def run_payloads(args: argparse.Namespace) -> int:
         print(f"{name:24}" + "".join(f"{times[way]:>14.3f}" for way in ways))
     relative = result["relative_to_struct"]
     print(f"{'total / struct':24}" + "".join(f"{relative[way]:>14.2f}" for way in ways))
+    return 0
+
+
+def run_fold(args: argparse.Namespace) -> int:
+    services = [name for name in args.services.split(",") if name]
+    problems = [f"services: unknown {name!r}" for name in services if name not in bench_fold.SERVICES]
+    if args.events < 1 or args.passes < 1:
+        problems.append("events and passes: expected integers >= 1")
+    if not (args.home / "nats").is_dir():
+        problems.append(f"home: {args.home} holds no nats directory (a stopped stack's home)")
+    if problems:
+        print("lahar bench fold: " + "; ".join(problems), file=sys.stderr)
+        return 2
+    result = bench_fold.run(
+        args.home, services, events=args.events, passes=args.passes, nodes=args.agent_nodes
+    )
+    if args.output == "json":
+        print(orjson.dumps(result).decode())
+        return 0
+    print(f"{'service':18} {'events':>8} {'best/s':>9} {'median/s':>9}   ({args.passes} passes, CPU time)")
+    for name, figures in result["services"].items():
+        print(f"{name:18} {figures['events']:>8} {figures['best_per_s']:>9} {figures['median_per_s']:>9}")
     return 0

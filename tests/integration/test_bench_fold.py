@@ -1,0 +1,65 @@
+"""`lahar bench fold` reads a stopped stack's log from its nats-server data and folds, through each
+service's core, exactly the events that service subscribes to."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from support.payload_examples import EXAMPLES
+
+from contracts import payloads
+from contracts.events import EVENT_TYPES
+from services.cli.bench_fold import SERVICES, cores, run
+from shared.bus.envelope import Envelope
+from shared.bus.jetstream import Bus
+from shared.bus.streams import events_stream
+from shared.bus.subjects import event_subject
+from shared.servers import NatsServer
+
+# what each example is about when its payload holds no object (tests/support/payload_examples.py)
+_SUBJECTS = {
+    "job": "train",
+    "pod": "train-worker-0",
+    "podgroup": "train",
+    "node": "node-1",
+    "queue": "default",
+}
+
+
+def _subject(event_type: str, payload: payloads.Payload) -> str:
+    kind, writer = EVENT_TYPES[event_type].subject_kind, EVENT_TYPES[event_type].writer
+    if isinstance(payload, payloads.ObjectPayload):
+        meta = payload.decoded().meta
+        return event_subject(kind, meta.namespace or None, meta.name, event_type, writer)
+    namespace = None if kind in ("node", "queue") else "default"
+    return event_subject(kind, namespace, _SUBJECTS.get(kind, "train"), event_type, writer)
+
+
+async def _write_log(nats_dir: Path) -> int:
+    """One event of every catalogued type, about the objects the examples name; then the server stops
+    (as a stack's does)."""
+    server = await NatsServer.astart_in(nats_dir)
+    try:
+        bus = await Bus.connect(server.url)
+        await bus.ensure_streams([events_stream()])
+        for event_type, payload in EXAMPLES.items():
+            writer = EVENT_TYPES[event_type].writer
+            env = Envelope.create(event_type, time=1.0, producer=writer, correlation_id="x", payload=payload)
+            await bus.publish(env, _subject(event_type, payload))
+        await bus.close()
+        return len(EXAMPLES)
+    finally:
+        server.stop()
+
+
+def test_each_core_folds_the_events_it_subscribes_to(tmp_path: Path) -> None:
+    written = asyncio.run(_write_log(tmp_path / "nats"))
+    result = run(tmp_path, SERVICES, events=10_000, passes=2, nodes=2)
+    assert result["log_events"] == written == len(EVENT_TYPES)
+    for name in SERVICES:
+        reads = getattr(cores(2)[name](), "reads", None)
+        expected = len(EVENT_TYPES) if reads is None else len(set(EVENT_TYPES) & set(reads))
+        figures = result["services"][name]
+        assert figures["events"] == expected > 0, name
+        assert figures["best_per_s"] >= figures["median_per_s"] > 0
