@@ -1,5 +1,6 @@
-"""The AsyncAPI 3.0 document of every subject family on the bus: events, intake, plans, the admission and
-logs request/reply APIs, heartbeats. Pure; contracts/schema_gen.py writes it as contracts/asyncapi.yaml.
+"""The AsyncAPI 3.0 document of every subject family on the bus: events, intake, plans, quarantined events
+and dead letters, the admission and logs request/reply APIs, heartbeats. Pure; contracts/schema_gen.py
+writes it as contracts/asyncapi.yaml.
 
 Payloads refer to the JSON Schemas under contracts/schema/ (paths relative to contracts/). The document
 describes lahar as one application: `send` is what a lahar service publishes, `receive` what one reads.
@@ -33,7 +34,8 @@ def asyncapi() -> dict[str, Any]:
             "version": CONTRACT_VERSION,
             "description": (
                 "Every subject of a lahar control plane on NATS: the event log (JetStream stream "
-                "LAHAR_EVENTS), the intake stream (LAHAR_INTAKE), plans (LAHAR_PLANS), the admission and "
+                "LAHAR_EVENTS), the intake stream (LAHAR_INTAKE), plans (LAHAR_PLANS), quarantined events "
+                "(LAHAR_QUARANTINE) and dead letters (LAHAR_DEADLETTER), the admission and "
                 "logs request/reply APIs and node heartbeats (core NATS). Payload schemas are in schema/, "
                 "generated from contracts/payloads.py and contracts/bus_messages.py; see README.md."
             ),
@@ -103,6 +105,38 @@ def _channels() -> dict[str, Any]:
                     "headers": _ref("schema/messages/PlanHeaders.json"),
                     "payload": _ref("schema/messages/Plan.json"),
                 }
+            },
+        },
+        "quarantine": {
+            "address": "lahar.quarantine.{service}.{seq}",
+            "title": "Quarantined events",
+            "description": (
+                "JetStream stream LAHAR_QUARANTINE (kept 30 days, at most 256 MiB): an event of the log a "
+                "service set aside instead of applying it (not an event, a payload its type does not "
+                "allow, or its core raised on it). One record per service and sequence: the event stays "
+                "in the log and is set aside again at every replay. See docs/reliability.md."
+            ),
+            "parameters": {
+                "service": {"description": f"the service that set the event aside; {_TOKEN}"},
+                "seq": {"description": "the event's sequence in LAHAR_EVENTS"},
+            },
+            "messages": {"QuarantineRecord": _json_message("QuarantineRecord", "an event set aside", None)},
+        },
+        "deadLetters": {
+            "address": "lahar.dead.{stream}.{consumer}",
+            "title": "Dead letters",
+            "description": (
+                "JetStream stream LAHAR_DEADLETTER (kept 30 days, at most 256 MiB): an intake manifest or "
+                "a plan its consumer could not handle after a few tries, moved off its work queue with its "
+                "subject, headers and bytes; its sender was answered (ManifestRejected, PlanRejected) "
+                "where one could be. See docs/reliability.md."
+            ),
+            "parameters": {
+                "stream": {"description": "the work queue it was taken from: LAHAR_INTAKE or LAHAR_PLANS"},
+                "consumer": {"description": "the durable consumer that gave up on it: admission or binder"},
+            },
+            "messages": {
+                "DeadLetter": _json_message("DeadLetter", "a message no consumer could handle", None)
             },
         },
         "apiApply": _api_channel("apply", _manifest_message("schema/messages/ApiHeaders.json")),
@@ -242,6 +276,18 @@ def _operations() -> dict[str, Any]:
         ),
         "sendPlan": _operation("send", "plans", "a scheduler replica sends a plan", [_plan()]),
         "commitPlan": _operation("receive", "plans", "the binder commits or rejects a plan", [_plan()]),
+        "quarantineEvent": _operation(
+            "send",
+            "quarantine",
+            "every event-sourced service records the events it sets aside",
+            [_ref("#/channels/quarantine/messages/QuarantineRecord")],
+        ),
+        "moveToDeadLetters": _operation(
+            "send",
+            "deadLetters",
+            "admission (intake) and the binder (plans) move what they cannot handle",
+            [_ref("#/channels/deadLetters/messages/DeadLetter")],
+        ),
         "sendHeartbeat": _operation(
             "send", "heartbeats", "a node agent", [_ref("#/channels/heartbeats/messages/Heartbeat")]
         ),

@@ -6,7 +6,9 @@ written and read by codecs of their own (shared/bus/envelope.py, services/schedu
 shared/bus/heartbeats.py, services/admission/api.py, services/node_agent/logs_api.py). These Structs say
 what those codecs write and accept, so that contracts/schema_gen.py derives their JSON Schemas from types
 as it does for events; tests/unit/contracts/test_schemas_messages.py checks every codec's real output
-against the checked-in schemas, so the two cannot drift apart unnoticed. No service decodes with them.
+against the checked-in schemas, so the two cannot drift apart unnoticed. No service decodes with them,
+except the poison-message records (QuarantineRecord, DeadLetter): only lahar writes and reads those, so
+shared/bus/poison.py encodes and decodes them with these very classes.
 """
 
 from __future__ import annotations
@@ -257,6 +259,65 @@ class LogsError(Message, frozen=True, kw_only=True):
     error: str
 
 
+# --- poison messages: quarantined events (LAHAR_QUARANTINE) and dead letters (LAHAR_DEADLETTER) -------
+
+
+QuarantineReason = Literal["not_an_event", "invalid_payload", "apply_error", "touched_error"]
+DeadLetterReason = Literal["undecodable", "handling_failed", "retries_exhausted"]
+
+
+class QuarantineRecord(Message, frozen=True, kw_only=True):
+    """JSON on lahar.quarantine.<service>.<seq>: an event of the log a service could not apply. Written
+    once per (service, seq); the event stays in the log, and every replay sets it aside again."""
+
+    service: Annotated[NonEmpty, msgspec.Meta(description="the service that set the event aside")]
+    seq: Annotated[int, msgspec.Meta(ge=1, description="the event's sequence in LAHAR_EVENTS")]
+    subject: Annotated[str, msgspec.Meta(description="the event's subject")]
+    type: Annotated[str, msgspec.Meta(description="the event type, when the subject names one")] = ""
+    id: Annotated[str, msgspec.Meta(description="the event's id, when its envelope decodes")] = ""
+    reason: Annotated[
+        QuarantineReason,
+        msgspec.Meta(
+            description=(
+                "not_an_event: no envelope or no event subject; invalid_payload: a payload its type does "
+                "not allow; apply_error: the service's core raised applying it (skipped); touched_error: "
+                "the core raised naming the keys it touched (applied, everything reconciled)"
+            )
+        ),
+    ]
+    error_type: Annotated[str, msgspec.Meta(description="the exception's class")]
+    error: Annotated[str, msgspec.Meta(description="what was wrong, as the exception said it")]
+    time: Annotated[float, msgspec.Meta(description="epoch seconds when it was first set aside")]
+
+
+class DeadLetter(Message, frozen=True, kw_only=True):
+    """JSON on lahar.dead.<stream>.<consumer>: a message a consumer could not handle, moved off its work
+    queue with everything needed to look at it or publish it again."""
+
+    stream: Annotated[NonEmpty, msgspec.Meta(description="where the message was: LAHAR_INTAKE, LAHAR_PLANS")]
+    consumer: Annotated[NonEmpty, msgspec.Meta(description="the durable consumer that gave up on it")]
+    seq: Annotated[int, msgspec.Meta(ge=1, description="its sequence in that stream")]
+    subject: Annotated[str, msgspec.Meta(description="the subject it was published on")]
+    headers: dict[str, str]
+    data: Annotated[bytes, msgspec.Meta(description="the message as published, base64")]
+    deliveries: Annotated[Count, msgspec.Meta(description="how often it was delivered")]
+    reason: Annotated[
+        DeadLetterReason,
+        msgspec.Meta(
+            description=(
+                "undecodable: it is not the message its stream carries; handling_failed: handling it "
+                "raised on every try; retries_exhausted: a transient failure outlasted every redelivery"
+            )
+        ),
+    ]
+    error_type: Annotated[str, msgspec.Meta(description="the last exception's class")]
+    error: Annotated[str, msgspec.Meta(description="the last failure, as the exception said it")]
+    answer: Annotated[
+        str, msgspec.Meta(description="what the sender was told: ManifestRejected, PlanRejected or nothing")
+    ] = ""
+    time: Annotated[float, msgspec.Meta(description="epoch seconds when it was moved")]
+
+
 # a schema name -> its type, or the types one of which it is
 MESSAGES: dict[str, type[Message] | tuple[type[Message], ...]] = {
     "Envelope": Envelope,
@@ -271,4 +332,6 @@ MESSAGES: dict[str, type[Message] | tuple[type[Message], ...]] = {
     "ApiReply": ApiReply,
     "LogsRequest": LogsRequest,
     "LogsReply": (LogsChunk, LogsError),
+    "QuarantineRecord": QuarantineRecord,
+    "DeadLetter": DeadLetter,
 }

@@ -99,11 +99,43 @@ def plans_stream(*, replicas: int = 1) -> StreamSpec:
     )
 
 
+# The poison-message streams keep what they hold for an operator to look at, bounded so a flood of bad
+# messages cannot fill the disk: past either limit the oldest records go first.
+POISON_MAX_AGE_S = 30 * 24 * 3600.0
+POISON_MAX_BYTES = 256 * 1024 * 1024
+
+
+def quarantine_stream(*, replicas: int = 1) -> StreamSpec:
+    """Events of the log a service could not apply, one record per (service, sequence)."""
+    return StreamSpec(
+        name=subjects.QUARANTINE_STREAM,
+        subjects=(f"{subjects.QUARANTINE_ROOT}.>",),
+        description="lahar events a service set aside (quarantined), with the reason",
+        replicas=replicas,
+        max_age_s=POISON_MAX_AGE_S,
+        max_bytes=POISON_MAX_BYTES,
+    )
+
+
+def deadletter_stream(*, replicas: int = 1) -> StreamSpec:
+    """Intake messages and plans that could not be handled, moved off their work queue."""
+    return StreamSpec(
+        name=subjects.DEADLETTER_STREAM,
+        subjects=(f"{subjects.DEADLETTER_ROOT}.>",),
+        description="lahar intake messages and plans no consumer could handle, with the reason",
+        replicas=replicas,
+        max_age_s=POISON_MAX_AGE_S,
+        max_bytes=POISON_MAX_BYTES,
+    )
+
+
 def standard_streams(*, replicas: int = 1) -> tuple[StreamSpec, ...]:
     return (
         events_stream(replicas=replicas),
         intake_stream(replicas=replicas),
         plans_stream(replicas=replicas),
+        quarantine_stream(replicas=replicas),
+        deadletter_stream(replicas=replicas),
     )
 
 

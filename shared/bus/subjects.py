@@ -23,10 +23,14 @@ from dataclasses import dataclass
 EVENTS_STREAM = "LAHAR_EVENTS"
 INTAKE_STREAM = "LAHAR_INTAKE"
 PLANS_STREAM = "LAHAR_PLANS"
+QUARANTINE_STREAM = "LAHAR_QUARANTINE"
+DEADLETTER_STREAM = "LAHAR_DEADLETTER"
 
 EVENTS_ROOT = "lahar.ev"
 INTAKE_ROOT = "lahar.intake"
 PLANS_ROOT = "lahar.plan"
+QUARANTINE_ROOT = "lahar.quarantine"
+DEADLETTER_ROOT = "lahar.dead"
 
 CLUSTER_SCOPE = "_"
 
@@ -174,3 +178,19 @@ def intake_subject(kind: str, namespace: str | None, name: str) -> str:
 def plan_subject(producer: str) -> str:
     """Where a scheduler replica or the descheduler sends its plans for the binder."""
     return f"{PLANS_ROOT}.{encode_token(producer)}"
+
+
+def quarantine_subject(service: str, seq: int) -> str:
+    """Where a service records an event of the log it could not apply: one subject per (service, event
+    sequence), so a record is written once however often the event is replayed."""
+    return f"{QUARANTINE_ROOT}.{encode_token(service)}.{seq}"
+
+
+def quarantine_filter(service: str | None = None) -> str:
+    """The quarantine records of one service (None: of every service)."""
+    return f"{QUARANTINE_ROOT}.{'*' if service is None else encode_token(service)}.>"
+
+
+def dead_letter_subject(stream: str, consumer: str) -> str:
+    """Where a consumer moves the messages of a stream it could not handle."""
+    return f"{DEADLETTER_ROOT}.{encode_token(stream)}.{encode_token(consumer)}"
