@@ -18,8 +18,19 @@ class RunnerMetrics:
         )
         self.events_skipped = registry.counter(
             "lahar_runner_events_skipped_total",
-            "Log records set aside, never applied: not an event, or a payload its type does not allow",
+            "Log records quarantined, never applied, by reason: not_an_event, invalid_payload (a payload "
+            "its type does not allow), apply_error (the core raised applying it)",
             ("service", "reason"),
+        )
+        self.touched_errors = registry.counter(
+            "lahar_runner_touched_errors_total",
+            "Events applied whose touched() raised: everything was reconciled instead",
+            ("service",),
+        ).labels(service)
+        self.quarantine_records = registry.counter(
+            "lahar_runner_quarantine_records_total",
+            "Quarantine records by result (recorded, duplicate: recorded before, refused, dropped)",
+            ("service", "result"),
         )
         self.last_applied_seq = registry.gauge(
             "lahar_runner_last_applied_seq", "Sequence of the last event applied", ("service",)

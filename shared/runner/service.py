@@ -21,20 +21,23 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
 
+from contracts.bus_messages import QuarantineReason, QuarantineRecord
 from contracts.payloads import PayloadError
-from shared.bus.envelope import EnvelopeError
+from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
+from shared.bus.poison import error_text
 from shared.bus.records import StreamRecord
 from shared.bus.replay import Filters, filter_list
 from shared.bus.streams import events_stream
-from shared.bus.subjects import EVENTS_STREAM, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, EventSubject, parse_event_subject
 from shared.runner.checkpointer import Checkpointer
 from shared.runner.config import RunnerConfig
 from shared.runner.events import read_filters, span_attributes, to_event
 from shared.runner.leader import LeaderSeat, default_candidate
 from shared.runner.metrics import RunnerMetrics
 from shared.runner.publisher import Publisher
-from shared.runner_types import Core, Key, S
+from shared.runner.quarantine import Quarantine
+from shared.runner_types import Core, Event, Key, S
 from shared.service import Service
 from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd
@@ -44,6 +47,7 @@ from shared.telemetry.tracing import extract_context, trace_headers
 log = structlog.get_logger(__name__)
 
 _QUEUED_BATCHES = 8  # backpressure on the live reader (each batch holds up to max_batch_events)
+_FINAL_FLUSH_S = 2.0  # how long a stopping service tries to write its last quarantine records
 
 
 class EventSourcedService(Service, Generic[S]):
@@ -97,6 +101,7 @@ class EventSourcedService(Service, Generic[S]):
             inflight_timeout_s=config.inflight_timeout_s,
             clock=clock,
         )
+        self.quarantine = Quarantine(bus, self.metrics, stream_replicas=config.stream_replicas)
         self.seat = (
             LeaderSeat(
                 etcd,
@@ -144,6 +149,7 @@ class EventSourcedService(Service, Generic[S]):
             "checkpoint_seq": self.checkpointer.seq,
             "outputs_in_flight": self.publisher.inflight,
             "events_queued": self._queue.qsize(),
+            "quarantine_unwritten": self.quarantine.pending,
         }
 
     async def idle(self) -> bool:
@@ -155,8 +161,9 @@ class EventSourcedService(Service, Generic[S]):
         return not more and self.seq == seq and self._settled()
 
     def _settled(self) -> bool:
-        """Nothing queued or being processed, and (as leader) the state's outputs all stored."""
-        if self.phase != "following" or self._busy or not self._queue.empty():
+        """Nothing queued or being processed, every quarantine record written, and (as leader) the
+        state's outputs all stored."""
+        if self.phase != "following" or self._busy or not self._queue.empty() or self.quarantine.pending:
             return False
         return not (self.leading and (self._full or self._dirty or self._unsettled))
 
@@ -173,6 +180,8 @@ class EventSourcedService(Service, Generic[S]):
         return False
 
     async def serve(self) -> None:
+        # quarantine records are written beside the loop from the start: replay sets events aside too
+        recorder = asyncio.create_task(self.quarantine.run(self.stopping))
         try:
             await self._recover()
             await self._follow()
@@ -182,6 +191,11 @@ class EventSourcedService(Service, Generic[S]):
         finally:
             if self.seat is not None:
                 await self.seat.resign()
+            recorder.cancel()
+            await asyncio.gather(recorder, return_exceptions=True)
+            # what is still unwritten is written by the next start, which sets the same events aside
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.quarantine.flush(), _FINAL_FLUSH_S)
             self.phase = "stopped"
 
     async def _recover(self) -> None:
@@ -332,8 +346,11 @@ class EventSourcedService(Service, Generic[S]):
         return records
 
     def _apply(self, record: StreamRecord, *, live: bool, track: bool = False) -> None:
+        """Fold one record, or quarantine it: no record can stop the loop (docs/reliability.md)."""
         if record.seq <= self.seq:
             return  # applied already (a redelivery): an event is never applied twice
+        ref: EventSubject | None = None
+        env: Envelope | None = None
         try:
             ref = parse_event_subject(record.subject)
             if self._reads is not None and ref.type not in self._reads:
@@ -344,17 +361,34 @@ class EventSourcedService(Service, Generic[S]):
         except PayloadError as exc:
             # An event whose payload is not what its type promises (a forged event, or a writer's bug):
             # it is set aside, never applied, so no core sees a field it cannot trust.
-            log.error("skipping an event with an invalid payload", seq=record.seq, error=str(exc))
-            self.metrics.events_skipped.labels(self.name, "invalid_payload").inc()
-            self.seq = record.seq
+            self._quarantine(record, ref, env, "invalid_payload", exc)
             return
         except (EnvelopeError, ValueError) as exc:
             # Not an event (a bug of some writer): nothing can be folded from it, and stopping here
             # would stall the service forever.
-            log.error("skipping a log record that is not an event", seq=record.seq, error=str(exc))
-            self.metrics.events_skipped.labels(self.name, "not_an_event").inc()
-            self.seq = record.seq
+            self._quarantine(record, ref, env, "not_an_event", exc)
             return
+        try:
+            self._fold(event, env, live)
+        except Exception as exc:
+            # A core that cannot apply an event would raise on it at every replay: it is set aside. Cores
+            # are deterministic, so every replay and every replica set it aside the same way; what a
+            # partial apply left in the state is documented in docs/reliability.md.
+            self._quarantine(record, ref, env, "apply_error", exc)
+            self._full = True  # whatever the event did get, the outputs are decided again from the state
+            return
+        if track:
+            try:
+                self._dirty.update(self.core.touched(self.state, event))
+            except Exception as exc:
+                # The event is applied; only the keys it changed are unknown: reconcile everything.
+                self.metrics.touched_errors.inc()
+                self._record(record, ref, env, "touched_error", exc)
+                self._full = True
+        self.seq = record.seq
+        self.metrics.applied("live" if live else "replay", record.seq)
+
+    def _fold(self, event: Event, env: Envelope, live: bool) -> None:
         if live and self.publisher.records:
             with self.tracer.start_as_current_span(
                 f"apply {env.type}",
@@ -370,10 +404,51 @@ class EventSourcedService(Service, Generic[S]):
             # anything when spans are not recorded: outputs then carry their cause's trace context.
             self.state = self.core.apply(self.state, event)
             self.publisher.seen(env.id, env.traceparent)
-        if track:
-            self._dirty.update(self.core.touched(self.state, event))
+
+    def _quarantine(
+        self,
+        record: StreamRecord,
+        ref: EventSubject | None,
+        env: Envelope | None,
+        reason: QuarantineReason,
+        exc: Exception,
+    ) -> None:
+        """Set a record aside: never applied, counted, logged with its sequence and recorded."""
+        self.metrics.events_skipped.labels(self.name, reason).inc()
+        self._record(record, ref, env, reason, exc)
         self.seq = record.seq
-        self.metrics.applied("live" if live else "replay", record.seq)
+
+    def _record(
+        self,
+        record: StreamRecord,
+        ref: EventSubject | None,
+        env: Envelope | None,
+        reason: QuarantineReason,
+        exc: Exception,
+    ) -> None:
+        event_type = env.type if env is not None else (ref.type if ref is not None else "")
+        log.error(
+            "event quarantined",
+            seq=record.seq,
+            subject=record.subject,
+            type=event_type,
+            reason=reason,
+            error=repr(exc),
+            exc_info=reason in ("apply_error", "touched_error"),  # a core's bug: where it raised
+        )
+        self.quarantine.note(
+            QuarantineRecord(
+                service=self.name,
+                seq=record.seq,
+                subject=record.subject,
+                type=event_type,
+                id=env.id if env is not None else "",
+                reason=reason,
+                error_type=type(exc).__name__,
+                error=error_text(exc),
+                time=self.clock(),
+            )
+        )
 
     async def _reconcile(self) -> None:
         started = time.perf_counter()

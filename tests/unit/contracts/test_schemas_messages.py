@@ -22,7 +22,7 @@ from services.admission.intake import Invalid
 from services.node_agent.logs_api import PodLogs, answer
 from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate
 from services.scheduler.plans import PlanError, PlanMessage, decode_plan, plan_to_plain
-from shared.bus import heartbeats
+from shared.bus import heartbeats, poison
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import _headers
 from shared.bus.subjects import guard_subject
@@ -192,3 +192,39 @@ def test_logs_requests_and_replies_fit(request_: dict[str, Any], fits: bool, ans
     reply_ = answer(PodLogs(directory=None, containers=("main",), done=True), json.dumps(request_).encode())
     assert problems(message_path("LogsReply"), reply_) == []
     assert ("data" in reply_) is answered
+
+
+# --- poison messages: quarantine records and dead letters ----------------------------------------------
+
+
+def test_quarantine_records_and_dead_letters_as_stored_fit_their_schemas() -> None:
+    record = bus_messages.QuarantineRecord(
+        service="job-controller",
+        seq=42,
+        subject="lahar.ev.job.job-controller.JobStatusChanged.default.train",
+        type="JobStatusChanged",
+        id="0e6b9d4c-7a51-4e8f-a0b2-3c4d5e6f7a8b",
+        reason="invalid_payload",
+        error_type="PayloadError",
+        error="JobStatusChanged: missing required field `counts`",
+        time=1_700_000_000.0,
+    )
+    letter = bus_messages.DeadLetter(
+        stream="LAHAR_PLANS",
+        consumer="binder",
+        seq=7,
+        subject="lahar.plan.scheduler-0",
+        headers={"Nats-Msg-Id": "p-1"},
+        data=b"\xc1 not msgpack",
+        deliveries=1,
+        reason="undecodable",
+        error_type="PlanError",
+        error="not a plan",
+        answer="",
+        time=1_700_000_000.0,
+    )
+    for name, value in (("QuarantineRecord", record), ("DeadLetter", letter)):
+        plain = json.loads(poison.encoded(value))
+        assert problems(message_path(name), plain) == []
+        assert problems(message_path(name), {**plain, "reason": "because"}) != []
+    assert json.loads(poison.encoded(letter))["data"] == "wSBub3QgbXNncGFjaw=="  # base64 of the bytes

@@ -1,0 +1,95 @@
+"""The loop's quarantine: events it set aside, recorded on LAHAR_QUARANTINE without ever holding it up.
+
+The loop applies events synchronously and must go on whatever happens to NATS, so setting an event aside
+only queues its record here; `run` writes the queue in the background, retrying while the stream cannot
+be reached. The queue is bounded: past QUEUED_RECORDS the oldest record is dropped, logged and counted
+(the event stays in the log and is set aside again at the next replay, so its record is written then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+import nats.errors
+import structlog
+
+from contracts.bus_messages import QuarantineRecord
+from shared.bus.errors import BusError
+from shared.bus.jetstream import Bus
+from shared.bus.poison import RecordRefused, record_quarantined
+from shared.bus.streams import quarantine_stream
+from shared.runner.metrics import RunnerMetrics
+
+log = structlog.get_logger(__name__)
+
+QUEUED_RECORDS = 10_000
+RETRY_S = 1.0
+
+
+class Quarantine:
+    def __init__(self, bus: Bus, metrics: RunnerMetrics, *, stream_replicas: int) -> None:
+        self.bus = bus
+        self.metrics = metrics
+        self.stream_replicas = stream_replicas
+        self._queue: deque[QuarantineRecord] = deque()
+        self._queued = asyncio.Event()
+        self._stream_ready = False
+
+    @property
+    def pending(self) -> int:
+        """Records not written yet."""
+        return len(self._queue)
+
+    def note(self, record: QuarantineRecord) -> None:
+        """Queue a record to be written (never blocks, never raises)."""
+        if len(self._queue) >= QUEUED_RECORDS:
+            dropped = self._queue.popleft()
+            log.error("quarantine record dropped: too many unwritten", seq=dropped.seq)
+            self.metrics.quarantine_records.labels(self.metrics.service, "dropped").inc()
+        self._queue.append(record)
+        self._queued.set()
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Write queued records until stopping; a record the stream cannot take now is tried again."""
+        while not stopping.is_set():
+            if not self._queue:
+                self._queued.clear()
+                await _first_set(self._queued, stopping)
+                continue
+            if not await self.flush():
+                await _first_set(stopping, timeout_s=RETRY_S)
+
+    async def flush(self) -> bool:
+        """Write what is queued, in order; False when the stream could not be reached (the rest waits)."""
+        while self._queue:
+            record = self._queue[0]
+            try:
+                if not self._stream_ready:
+                    await self.bus.ensure_streams([quarantine_stream(replicas=self.stream_replicas)])
+                    self._stream_ready = True
+                fresh = await record_quarantined(self.bus, record)
+            except RecordRefused as exc:
+                # the stream will not take it (permissions, a limit): retrying cannot help
+                log.error("quarantine record refused", seq=record.seq, error=str(exc))
+                result = "refused"
+            except (TimeoutError, BusError, nats.errors.Error, OSError) as exc:
+                log.warning("quarantine record not written yet", seq=record.seq, error=str(exc))
+                return False
+            except Exception as exc:  # the record of a poison event must not stop a service either
+                log.error("quarantine record not written", seq=record.seq, error=repr(exc))
+                result = "refused"
+            else:
+                result = "recorded" if fresh else "duplicate"
+            self._queue.popleft()
+            self.metrics.quarantine_records.labels(self.metrics.service, result).inc()
+        return True
+
+
+async def _first_set(*events: asyncio.Event, timeout_s: float | None = None) -> None:
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()

@@ -1,0 +1,149 @@
+"""Events a service cannot apply are quarantined, never a crash loop: the toy echo core, made to raise on
+chosen events, against real nats-server and etcd."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from runner_toy import ToyCore, ToyState
+
+from shared.bus.envelope import Envelope
+from shared.bus.jetstream import Bus
+from shared.bus.poison import read_quarantine
+from shared.bus.streams import events_stream
+from shared.bus.subjects import event_subject
+from shared.runner import EventSourcedService, RunnerConfig
+from shared.runner_types import Event
+from shared.store.checkpoint import CheckpointStore
+from shared.store.etcd import Etcd
+from shared.telemetry.metrics import Registry
+
+pytestmark = pytest.mark.integration
+
+QUIET = RunnerConfig(reconcile_interval_s=0.2, checkpoint_every_events=1_000_000, checkpoint_every_s=3600)
+POISON_N = 13  # a Ping with this n makes PoisonCore.apply raise
+BAD_KEYS_N = 7  # a Ping with this n makes PoisonCore.touched raise
+
+
+class PoisonCore(ToyCore):
+    """The toy core with two bugs: one event it cannot apply, one whose keys it cannot name."""
+
+    def apply(self, state: ToyState, event: Event) -> ToyState:
+        if event.type == "Ping" and event.payload["n"] == POISON_N:
+            raise KeyError("counts")
+        return super().apply(state, event)
+
+    def touched(self, state: ToyState, event: Event) -> list[str]:
+        if event.type == "Ping" and event.payload["n"] == BAD_KEYS_N:
+            raise ValueError("no keys for seven")
+        return super().touched(state, event)
+
+
+Make = Callable[..., EventSourcedService[ToyState]]
+
+
+@pytest.fixture
+async def make(bus: Bus, etcd: Etcd) -> AsyncIterator[Make]:
+    await bus.ensure_streams([events_stream()])
+    made: list[EventSourcedService[ToyState]] = []
+
+    def build(**kwargs: Any) -> EventSourcedService[ToyState]:
+        service = EventSourcedService(PoisonCore(), bus, etcd, replace(QUIET, **kwargs), registry=Registry())
+        made.append(service)
+        return service
+
+    yield build
+    for service in made:
+        if service._task is not None and not service._task.done():
+            await service.shutdown()
+
+
+async def ping(bus: Bus, name: str, n: int = 1) -> int:
+    env = Envelope.create("Ping", time=1.0, producer="tests", correlation_id=name, payload={"n": n})
+    return (await bus.publish(env, event_subject("toy", None, name, "Ping", "tests"))).seq
+
+
+def skipped(service: EventSourcedService[ToyState], reason: str) -> float:
+    return service.metrics.events_skipped.labels("toy", reason).value
+
+
+def records(service: EventSourcedService[ToyState], result: str) -> float:
+    return service.metrics.quarantine_records.labels("toy", result).value
+
+
+async def test_an_event_the_core_cannot_apply_is_quarantined_once_across_restarts_and_replays(
+    bus: Bus, etcd: Etcd, make: Make
+) -> None:
+    await ping(bus, "before", n=1)
+    poison = await ping(bus, "poison", n=POISON_N)
+    await ping(bus, "after", n=2)
+    first = make()
+    await first.run_until_idle(15)
+    assert poison not in first.state.applied and first.seq >= poison
+    assert set(first.state.echoes) == set(first.state.pings) and len(first.state.pings) == 2
+    assert first.state.total == 3 and skipped(first, "apply_error") == 1
+    assert first.health()["ok"] and records(first, "recorded") == 1
+
+    (entry,) = await read_quarantine(bus, "toy")
+    record = entry[1]
+    assert (record.service, record.seq, record.reason, record.error_type) == (
+        "toy",
+        poison,
+        "apply_error",
+        "KeyError",
+    )
+    assert record.type == "Ping" and record.id and "counts" in record.error
+
+    # Live: a later poison event is set aside too, and the loop goes on with what follows it.
+    live_poison = await ping(bus, "poison-live", n=POISON_N)
+    await ping(bus, "after-live", n=4)
+    await first.run_until_idle(15)
+    assert live_poison not in first.state.applied and first.state.total == 7
+    assert set(first.state.echoes) == set(first.state.pings) and len(first.state.pings) == 3
+    await first.shutdown()
+
+    # A restart replays the whole log (no checkpoint): the same events are set aside, not recorded again.
+    await CheckpointStore(etcd, "toy").delete()
+    second = make()
+    await second.run_until_idle(15)
+    assert second.state == first.state and second.seq == first.seq
+    assert skipped(second, "apply_error") == 2 and records(second, "duplicate") == 2
+    assert records(second, "recorded") == 0
+    assert sorted(r.seq for _, r in await read_quarantine(bus, "toy")) == [poison, live_poison]
+
+
+async def test_an_event_whose_keys_the_core_cannot_name_is_applied_and_everything_reconciled(
+    bus: Bus, make: Make
+) -> None:
+    service = make()
+    await service.run_until_idle(15)
+    seq = await ping(bus, "seven", n=BAD_KEYS_N)
+    await ping(bus, "eight", n=8)
+    await service.run_until_idle(15)
+    assert seq in service.state.applied and service.state.total == 15
+    # its echo comes from the full reconcile that replaced the keys the core could not name
+    assert set(service.state.echoes) == set(service.state.pings) and len(service.state.pings) == 2
+    assert service.metrics.touched_errors.value == 1 and skipped(service, "apply_error") == 0
+    ((_, record),) = await read_quarantine(bus, "toy")
+    assert (record.seq, record.reason, record.error_type) == (seq, "touched_error", "ValueError")
+
+
+async def test_an_invalid_payload_and_a_record_that_is_no_event_are_quarantined_with_their_reason(
+    bus: Bus, make: Make
+) -> None:
+    forged = Envelope(
+        type="PodBound", id=str(uuid.uuid4()), time=1.0, producer="binder", correlation_id="x", payload={}
+    )
+    invalid = (await bus.publish(forged, event_subject("pod", "default", "x", "PodBound", "binder"))).seq
+    garbage = (await bus.js.publish(event_subject("toy", None, "junk", "Ping", "tests"), b"\xc1 no")).seq
+    await ping(bus, "after", n=3)
+    service = make()
+    await service.run_until_idle(15)
+    assert service.state.total == 3 and skipped(service, "invalid_payload") == 1
+    assert skipped(service, "not_an_event") == 1
+    reasons = {record.seq: record.reason for _, record in await read_quarantine(bus)}
+    assert reasons == {invalid: "invalid_payload", garbage: "not_an_event"}
