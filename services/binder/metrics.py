@@ -20,6 +20,7 @@ _REASONS = (
     ("capability exceeded", "queue_capability"),
     ("not on node", "victim_moved"),
     ("not found", "not_found"),
+    ("the binder failed on this plan", "binder_error"),
 )
 
 
@@ -33,6 +34,14 @@ class BinderMetrics:
         self.rejected = registry.counter(
             "lahar_plans_rejected_total",
             "Plans rejected (PlanRejected), or dropped as undecodable (reason invalid)",
+            ("reason",),
+        )
+        self.failures = registry.counter(
+            "lahar_plans_failed_total", "Tries at handling a plan that raised (retried, then dead-lettered)"
+        )
+        self.dead_letters = registry.counter(
+            "lahar_plans_dead_lettered_total",
+            "Plans moved to LAHAR_DEADLETTER, by reason (undecodable, handling_failed)",
             ("reason",),
         )
         self.preemption_victims = registry.gauge(

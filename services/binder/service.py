@@ -28,18 +28,22 @@ from nats.aio.msg import Msg
 from opentelemetry.trace import SpanKind, Tracer
 
 from contracts import payloads
-from services.binder.core.core import BinderCore, committed_together, plan_outputs
+from contracts.bus_messages import DeadLetterReason
+from services.binder.core.core import BinderCore, committed_together, plan_outputs, rejection
 from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
+from services.binder.core.verify import Verdict
 from services.binder.metrics import BinderMetrics, rejection_reason
 from services.binder.read_model import NodeWriter
 from services.binder.state import BinderShellCore, BinderShellState
 from services.scheduler.plans import PlanError, PlanMessage, decode_plan
 from services.scheduler.publish import PUBLISHED_AT_HEADER
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
+from shared.bus.errors import BusError
 from shared.bus.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
 from shared.bus.jetstream import MAX_BATCH_MESSAGES, Bus
-from shared.bus.streams import plans_stream
-from shared.bus.subjects import PLANS_STREAM
+from shared.bus.poison import error_text, move_to_dead_letters
+from shared.bus.streams import deadletter_stream, plans_stream
+from shared.bus.subjects import PLANS_STREAM, event_subject
 from shared.runner import EventSourcedService, RunnerConfig
 from shared.runner_types import Output
 from shared.store.election import FencedOut
@@ -62,6 +66,7 @@ class BinderConfig(RunnerConfig):
     node_timeout_s: float = DEFAULT_NODE_TIMEOUT_S  # heartbeats silent this long: NodeNotReady
     plan_ack_wait_s: float = 10.0  # an unacknowledged plan is delivered again (to the new leader) after this
     plan_max_deliver: int = 20
+    plan_attempts: int = 3  # a plan whose handling raised this often is moved to the dead letters
     plan_catch_up_s: float = 5.0  # how long a plan made at a later seq than the ledger's waits for it
 
     def problems(self) -> list[str]:
@@ -71,6 +76,10 @@ class BinderConfig(RunnerConfig):
                 problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
         if self.plan_max_deliver < 1:
             problems.append(f"plan_max_deliver: expected an integer >= 1, got {self.plan_max_deliver}")
+        if not 1 <= self.plan_attempts < self.plan_max_deliver:
+            problems.append(
+                f"plan_attempts: expected an integer from 1 to plan_max_deliver - 1, got {self.plan_attempts}"
+            )
         return problems
 
 
@@ -176,7 +185,8 @@ class BinderService(EventSourcedService[BinderShellState]):
 
     # --- plans ---------------------------------------------------------------------------------------
     async def _consume_plans(self) -> None:
-        await self.bus.ensure_streams([plans_stream(replicas=self.config.stream_replicas)])
+        replicas = self.config.stream_replicas
+        await self.bus.ensure_streams([plans_stream(replicas=replicas), deadletter_stream(replicas=replicas)])
         spec = ConsumerSpec(
             PLANS_STREAM,
             CONSUMER,
@@ -225,8 +235,8 @@ class BinderService(EventSourcedService[BinderShellState]):
                 plan = decode_plan(delivery.record.data)
             except PlanError as exc:
                 self.binder_metrics.rejected.labels("invalid").inc()
-                log.error("dropping a plan that does not decode", seq=delivery.record.seq, error=str(exc))
-                await delivery.term()
+                log.error("a plan that does not decode", seq=delivery.record.seq, error=str(exc))
+                await self._dead_letter(delivery, "undecodable", exc)
                 continue
             if plan.plan_id in self.state.answered:
                 await delivery.ack()  # answered in the log already: this is a redelivery
@@ -235,7 +245,16 @@ class BinderService(EventSourcedService[BinderShellState]):
         if not plans:
             return
         await self._catch_up(max(plan.seq for _, plan in plans))
-        decided = [(delivery, plan, *self._checked(delivery, plan)) for delivery, plan in plans]
+        decided: list[tuple[Delivery, PlanMessage, list[Output], bool]] = []
+        for delivery, plan in plans:
+            try:
+                decided.append((delivery, plan, *self._checked(delivery, plan)))
+            except Exception as exc:
+                # One plan the binder cannot handle (a bug its content reaches) must not stop the others,
+                # nor the binder at every redelivery: a few tries, then the dead letters.
+                answer = await self._failed(delivery, plan, exc)
+                if answer is not None:
+                    decided.append((delivery, plan, answer, True))
         outputs = committed_together([outputs for _, _, outputs, _ in decided], MAX_BATCH_MESSAGES)
         if await self.publisher.publish(outputs, lambda: self.leading):
             # Accepted plans stay in flight in the ledger (reconcile sends their events again, and so
@@ -247,6 +266,56 @@ class BinderService(EventSourcedService[BinderShellState]):
             await delivery.ack()
             if fresh:
                 self._count(plan, plan_outputs_, delivery.record.headers.get(PUBLISHED_AT_HEADER))
+
+    async def _failed(self, delivery: Delivery, plan: PlanMessage, exc: Exception) -> list[Output] | None:
+        """A plan whose handling raised: delivered again later, or after plan_attempts tries moved to the
+        dead letters and answered with a PlanRejected when one can be addressed. The answer, if any, is
+        published with the batch's outputs and the plan acknowledged after it; None: settled here."""
+        self.binder_metrics.failures.inc()
+        log.error(
+            "the binder failed on a plan",
+            plan=plan.plan_id,
+            seq=delivery.record.seq,
+            deliveries=delivery.num_delivered,
+            exc_info=exc,
+        )
+        if delivery.num_delivered < self.config.plan_attempts:
+            await delivery.nak(delay_s=_RETRY_S)
+            return None
+        reason = f"the binder failed on this plan ({type(exc).__name__}: {error_text(exc)})"
+        answer = rejection(plan, Verdict(False, reason, self.state.core.ledger.seq))
+        try:
+            _publishable(answer)
+        except ValueError:
+            await self._dead_letter(delivery, "handling_failed", exc)  # no PodGroup to address it to
+            return None
+        if not await self._dead_letter(delivery, "handling_failed", exc, answer="PlanRejected", settle=False):
+            return None
+        return [answer]
+
+    async def _dead_letter(
+        self,
+        delivery: Delivery,
+        reason: DeadLetterReason,
+        exc: Exception,
+        *,
+        answer: str = "",
+        settle: bool = True,
+    ) -> bool:
+        """Move a plan to LAHAR_DEADLETTER and (settle) take it off the plans stream; False when the dead
+        letter could not be stored: the plan is then delivered again later."""
+        try:
+            await move_to_dead_letters(
+                self.bus, delivery, CONSUMER, reason, exc, now=self.clock(), answer=answer
+            )
+        except BusError as err:
+            log.warning("plan not moved to the dead letters yet", seq=delivery.record.seq, error=str(err))
+            await delivery.nak(delay_s=_RETRY_S)
+            return False
+        self.binder_metrics.dead_letters.labels(reason).inc()
+        if settle:
+            await delivery.term()
+        return True
 
     def _checked(self, delivery: Delivery, plan: PlanMessage) -> tuple[list[Output], bool]:
         """The plan's outputs, decided in a span that joins the plan's trace."""
@@ -262,6 +331,8 @@ class BinderService(EventSourcedService[BinderShellState]):
             attributes=attributes,
         ) as span:
             outputs, fresh = self._decide(plan)
+            for output in outputs:
+                _publishable(output)  # here, where a bad one fails this plan only, not the whole batch
             span.set_attribute("lahar.plan.outcome", outputs[0].type if outputs else "in flight")
             traceparent = trace_headers().get("traceparent") or delivery.record.headers.get("traceparent")
         return [dataclasses.replace(o, traceparent=traceparent) for o in outputs], fresh
@@ -327,6 +398,11 @@ class BinderService(EventSourcedService[BinderShellState]):
             except EtcdError as exc:
                 log.warning("node read model not written; retrying", error=str(exc))
                 await _first_set(self.stopping, timeout_s=_RETRY_S)
+
+
+def _publishable(output: Output) -> None:
+    """Raises ValueError when the output has no subject it could be published on (an empty name)."""
+    event_subject(output.kind, output.namespace, output.name, output.type, CONSUMER)
 
 
 async def _first_set(*events: asyncio.Event, timeout_s: float | None = None) -> None:

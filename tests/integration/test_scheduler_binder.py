@@ -25,6 +25,8 @@ from support.waiting import Eventually
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
 from contracts.objects import Pod
+from services.binder.core.core import BinderCore
+from services.binder.core.verify import Verdict
 from services.binder.service import BinderConfig, BinderService
 from services.scheduler.core.framework.plan import Bind, PodGroupUpdate
 from services.scheduler.plans import PlanMessage, encode_plan
@@ -32,6 +34,7 @@ from services.scheduler.service import SchedulerConfig, SchedulerService
 from shared.bus.envelope import Envelope
 from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
 from shared.bus.jetstream import Bus
+from shared.bus.poison import read_dead_letters
 from shared.bus.streams import events_stream, plans_stream
 from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, event_subject, parse_event_subject, plan_subject
 from shared.ring import Ring
@@ -243,6 +246,62 @@ async def test_binder_commits_a_gang_atomically_rejects_conflicts_and_tracks_liv
     assert (await nodes.get("node", None, "n1")).object["object"]["ready"] is True  # type: ignore[union-attr]
 
 
+async def test_plans_the_binder_cannot_handle_end_in_the_dead_letters_and_binding_goes_on(
+    stack: Stack, bus: Bus, beats: Heartbeats, eventually: Eventually, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binder = await stack.binder()
+    await eventually(lambda: binder.health()["role"] == "leader", what="the binder to lead")
+    beats.beating |= {"n1"}
+    g1, g2 = gang("g1", 1), gang("g2", 1)
+    await created(bus, node("n1", cpu=4), *g1, *g2)
+    # Not a plan at all.
+    await bus.js.publish(plan_subject("test"), b"\xc1 not a plan", headers={"Nats-Msg-Id": uuid.uuid4().hex})
+    # A plan whose rejection has nowhere to go: its PodGroup key names no PodGroup (the binder used to
+    # crash publishing it, and again at every redelivery).
+    nameless = PlanMessage(str(uuid.uuid4()), "test", 0, (Bind("default/nobody", "default/", "n1"),))
+    # A plan the binder's check raises on (a bug its content reaches), about a PodGroup it can answer.
+    buggy = PlanMessage(str(uuid.uuid4()), "test", 0, (Bind(pod_keys(g1)[0], "default/g1", "n1"),))
+    check = BinderCore._check
+
+    def failing_check(core: BinderCore, state: Any, plan: PlanMessage, now: float) -> Verdict:
+        if plan.plan_id == buggy.plan_id:
+            raise RuntimeError("a bug this plan reaches")
+        return check(core, state, plan, now)
+
+    monkeypatch.setattr(BinderCore, "_check", failing_check)
+    good = PlanMessage(str(uuid.uuid4()), "test", 0, (Bind(pod_keys(g2)[0], "default/g2", "n1"),))
+    for plan in (nameless, buggy, good):
+        await send_plan(bus, plan)
+
+    bound = await eventually(lambda: _bound(bus, 1), what="the good plan's pod bound")
+    assert bound[0].key == pod_keys(g2)[0]
+    letters = await eventually(
+        lambda: _dead_letters(bus, 3), what="three plans in the dead letters", timeout_s=20
+    )
+    await eventually(lambda: _no_plans_left(bus), what="every plan off the plans stream")
+    by_reason = sorted((letter.reason, letter.answer, letter.deliveries) for letter in letters)
+    assert by_reason == [
+        ("handling_failed", "", 3),
+        ("handling_failed", "PlanRejected", 3),
+        ("undecodable", "", 1),
+    ]
+    undecodable = next(letter for letter in letters if letter.reason == "undecodable")
+    assert undecodable.data == b"\xc1 not a plan" and undecodable.subject == plan_subject("test")
+    assert {letter.stream for letter in letters} == {PLANS_STREAM} and {
+        letter.consumer for letter in letters
+    } == {"binder"}
+    rejected = await _rejections(bus)
+    assert [(e.key, e.env.payload["plan"]) for e in rejected] == [("default/g1", buggy.plan_id)]
+    assert "RuntimeError: a bug this plan reaches" in rejected[0].env.payload["reason"]
+    metrics = binder.binder_metrics
+    assert metrics.failures.labels().value == 6 and metrics.dead_letters.labels("handling_failed").value == 2
+    assert metrics.rejected.labels("binder_error").value == 1
+    # The binder goes on binding.
+    await send_plan(bus, dataclasses.replace(buggy, plan_id=str(uuid.uuid4())))
+    assert [e.key for e in await eventually(lambda: _bound(bus, 2), what="g1 bound")][1] == pod_keys(g1)[0]
+    assert binder.health()["ok"]
+
+
 async def test_replicas_share_the_podgroups_and_place_each_gang_once(
     stack: Stack, bus: Bus, beats: Heartbeats, eventually: Eventually
 ) -> None:
@@ -371,6 +430,12 @@ async def _bound(bus: Bus, count: int) -> list[Logged] | None:
     bound = await _events(bus, "PodBound")
     assert len(bound) <= count, f"more pods bound than expected: {[e.key for e in bound]}"
     return bound if len(bound) == count else None
+
+
+async def _dead_letters(bus: Bus, count: int) -> list[Any] | None:
+    letters = [letter for _, letter in await read_dead_letters(bus)]
+    assert len(letters) <= count, f"more dead letters than expected: {letters}"
+    return letters if len(letters) == count else None
 
 
 async def _rejections(bus: Bus) -> list[Logged]:
