@@ -8,21 +8,26 @@ A valid manifest becomes the same events an apply request makes. An invalid one 
 kind, invalid fields, an unknown queue, too large, not text at all - becomes one `ManifestRejected`
 event listing every error and naming the source, since no one waits for a reply. Either way the message
 is then acknowledged. Only a transient failure (the log did not take the write, the object changed
-twice under admission) leaves it unacknowledged, to be delivered again later.
+twice under admission) leaves it unacknowledged, to be delivered again later. A message whose handling
+raises is tried a few times, then moved to LAHAR_DEADLETTER (docs/reliability.md), as is one whose
+transient failure outlasts its deliveries; either way with a ManifestRejected where one can be written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import nats.errors
 import structlog
 import yaml
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
+from contracts.bus_messages import DeadLetterReason
 from contracts.errors import FieldError
 from contracts.objects import ApiObject
 from contracts.parse import parse_documents
@@ -34,7 +39,8 @@ from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.envelope import Envelope
 from shared.bus.errors import BusError
 from shared.bus.jetstream import MAX_BATCH_MESSAGES
-from shared.bus.streams import intake_stream
+from shared.bus.poison import error_text, move_to_dead_letters
+from shared.bus.streams import deadletter_stream, intake_stream
 from shared.bus.subjects import INTAKE_ROOT, INTAKE_STREAM, ObjectRef, decode_token, event_subject
 from shared.runner_types import deterministic_id
 from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context, trace_fields
@@ -46,6 +52,7 @@ REJECTION_KIND = "rejection"
 _FETCH_WAIT_S = 0.5  # bounds how long a stop request waits for the fetch loop
 _RETRY_DELAY_S = 1.0
 _MAX_DELIVER = 20
+_ATTEMPTS = 3  # a manifest whose handling raised this often goes to the dead letters
 MAX_LISTED_ERRORS = 100  # keeps a rejection of a huge garbage manifest a small event
 
 
@@ -150,7 +157,10 @@ class IntakeConsumer:
 
     async def run(self) -> None:
         port = self.port
-        await port.bus.ensure_streams([intake_stream(replicas=self.stream_replicas)])
+        replicas = self.stream_replicas
+        await port.bus.ensure_streams(
+            [intake_stream(replicas=replicas), deadletter_stream(replicas=replicas)]
+        )
         spec = ConsumerSpec(INTAKE_STREAM, CONSUMER, max_deliver=_MAX_DELIVER, max_ack_pending=1000)
         self.consumer = await port.bus.durable(spec)
         try:
@@ -181,12 +191,74 @@ class IntakeConsumer:
             results = await self.port.submit_many([m.submission for m in valid])  # type: ignore[misc]
         except (Unavailable, BusError) as exc:  # the catch-up itself failed: nothing was written
             results = [exc] * len(valid)
+        except Exception:  # a bug one manifest reaches: each on its own, so it fails that one only
+            log.exception("admission failed on a batch of intake manifests; deciding them one by one")
+            results = [await self._submit_alone(m.submission) for m in valid]  # type: ignore[arg-type]
         outcomes: dict[int, Submitted | Exception] = {id(m): r for m, r in zip(valid, results, strict=True)}
         for manifest in manifests:
+            outcome = outcomes.get(id(manifest))
             try:
-                await self._settle(manifest, outcomes.get(id(manifest)))
+                if isinstance(outcome, Unavailable | BusError):
+                    if manifest.delivery.num_delivered >= _MAX_DELIVER:  # never delivered again: move it
+                        await self._give_up(manifest, outcome, "retries_exhausted")
+                        continue
+                elif isinstance(outcome, Exception):
+                    await self._failed(manifest, outcome)
+                    continue
+                await self._settle(manifest, outcome)
+            except Exception as exc:  # the error boundary of one message: it cannot stop the intake
+                await self._failed(manifest, exc)
             finally:
                 manifest.span.end()
+
+    async def _submit_alone(self, submission: Submission) -> Submitted | Exception:
+        try:
+            return (await self.port.submit_many([submission]))[0]
+        except Exception as exc:
+            return exc
+
+    async def _failed(self, manifest: _Manifest, exc: Exception) -> None:
+        """Handling raised: deliver it again, or after _ATTEMPTS tries move it to the dead letters."""
+        log.error("admission failed on an intake manifest", source=manifest.source, exc_info=exc)
+        if manifest.delivery.num_delivered < _ATTEMPTS:
+            self.port.metrics.intake.labels("retried").inc()
+            with contextlib.suppress(nats.errors.Error, TimeoutError):  # unsettled, it comes back anyway
+                await manifest.delivery.nak(delay_s=_RETRY_DELAY_S)
+            return
+        await self._give_up(manifest, exc, "handling_failed")
+
+    async def _give_up(self, manifest: _Manifest, exc: Exception, reason: DeadLetterReason) -> None:
+        """Tell the producer (a ManifestRejected, where one can be written), move the message to
+        LAHAR_DEADLETTER and take it off the intake stream; kept if the dead letter cannot be stored."""
+        answer = ""
+        text = f"admission could not handle this manifest ({type(exc).__name__}: {error_text(exc)})"
+        try:
+            await self._reject(
+                [FieldError(manifest.source, "", f"{text}; it is kept in the dead letters")],
+                manifest.source,
+                manifest.ref,
+                manifest.request_id,
+                manifest.seq,
+            )
+            answer = "ManifestRejected"
+        except Exception as err:
+            log.warning(
+                "no rejection written for a dead-lettered manifest", source=manifest.source, error=repr(err)
+            )
+        clock, delivery = self.port.clock, manifest.delivery
+        try:
+            await move_to_dead_letters(
+                self.port.bus, delivery, CONSUMER, reason, exc, now=clock(), answer=answer
+            )
+            await delivery.term()
+        except (BusError, nats.errors.Error, TimeoutError) as err:
+            log.warning(
+                "intake manifest not moved to the dead letters", source=manifest.source, error=str(err)
+            )
+            return
+        log.error("intake manifest moved to the dead letters", source=manifest.source, reason=reason)
+        manifest.span.set_attribute("lahar.admission.code", "dead_letter")
+        self.port.metrics.intake.labels("dead_letter").inc()
 
     def _read(self, delivery: Delivery) -> _Manifest:
         """Parse one message and open its span (a child of the producer's trace, if it sent one)."""

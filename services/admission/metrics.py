@@ -21,6 +21,6 @@ class AdmissionMetrics:
         )
         self.intake = registry.counter(
             "lahar_admission_intake_messages_total",
-            "Intake manifests by result (accepted, rejected, retried)",
+            "Intake manifests by result (accepted, rejected, retried, dead_letter)",
             ("result",),
         )
