@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import signal
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -32,10 +33,12 @@ from services.job_controller.service import JobControllerConfig, JobControllerSe
 from services.queue_controller.service import QueueControllerConfig, QueueControllerService
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
+from shared.bus.poison import read_quarantine
 from shared.bus.streams import events_stream
 from shared.bus.subjects import EVENTS_STREAM, event_subject, parse_event_subject
 from shared.runner import EventSourcedService
 from shared.servers import EtcdServer, NatsServer
+from shared.store.checkpoint import CheckpointStore
 from shared.store.election import ELECTION_PREFIX
 from shared.store.etcd import Etcd
 from shared.store.read_model import ReadModel
@@ -179,6 +182,46 @@ async def test_a_job_runs_to_completion_and_its_objects_show_in_the_read_model(
     assert (podgroup.status.phase, podgroup.status.succeeded, podgroup.min_member) == ("Inqueue", 3, 3)
     completed = jc.registry.get("volcano_job_completed_phase_count")
     assert completed.labels(f"{NS}/train", "default").value == 1
+
+
+async def test_a_forged_job_status_without_counts_is_quarantined_and_the_job_controller_goes_on(
+    bus: Bus, etcd: Etcd, start: Start, eventually: Eventually
+) -> None:
+    """The issue's case: a JobStatusChanged without `counts` on the log used to raise KeyError in the
+    fold at every replay. Now the typed payload refuses it, the loop quarantines it once, and goes on."""
+    await start(QueueControllerService)
+    jc = await start(JobControllerService)
+    await eventually(lambda: jc.health()["role"] == "leader", what="the job-controller to lead")
+    await submit(bus, train_job())
+    await eventually(lambda: of_type(bus, "PodGroupCreated"), what="the PodGroup")
+    forged = Envelope(
+        type="JobStatusChanged",
+        id=str(uuid.uuid4()),
+        time=2.0,
+        producer="job-controller",
+        correlation_id=f"{NS}/train",
+        payload={"phase": "Failed"},  # no counts, nor anything else a status carries
+    )
+    subject = event_subject("job", NS, "train", "JobStatusChanged", "job-controller")
+    forged_seq = (await bus.publish(forged, subject)).seq
+    await publish(bus, "PodGroupStatusChanged", "podgroup", NS, "train", phase="Inqueue", conditions=[])
+    await eventually(lambda: count(bus, "PodCreated", 3), what="three pods, after the forged status")
+    await run_pods(bus, "PodBound", "PodRunning")
+    await eventually(status_is(etcd, "job", NS, "train", phase("Running")), what="Running")
+    assert jc.metrics.events_skipped.labels("job-controller", "invalid_payload").value == 1
+    ((_, record),) = await read_quarantine(bus, "job-controller")
+    assert (record.seq, record.type, record.reason) == (forged_seq, "JobStatusChanged", "invalid_payload")
+    assert "counts" in record.error and record.id == forged.id
+    await jc.shutdown()
+
+    # Replayed from the start by a new instance: set aside again, recorded once, and the job goes on.
+    await CheckpointStore(etcd, "job-controller").delete()
+    again = await start(JobControllerService, "b")
+    assert again.metrics.quarantine_records.labels("job-controller", "duplicate").value == 1
+    assert len(await read_quarantine(bus, "job-controller")) == 1
+    await run_pods(bus, "PodSucceeded")
+    await eventually(status_is(etcd, "job", NS, "train", phase("Completed")), what="Completed")
+    assert (await job_phases(bus)).count("Completed") == 1
 
 
 @pytest.fixture
