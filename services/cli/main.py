@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from services.admission import validate_cmd
-from services.cli import bench_cmd, cluster_cmd, job_cmd, queue_cmd, simulate_cmd, stack_cmd
+from services.cli import bench_cmd, cluster_cmd, job_cmd, poison_cmd, queue_cmd, simulate_cmd, stack_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_cmd.register(sub)
     job_cmd.register(sub)
     queue_cmd.register(sub)
+    poison_cmd.register(sub)
     return parser
 
 

@@ -17,14 +17,16 @@ from typing import Any
 
 import pytest
 
+from contracts.bus_messages import DeadLetter, QuarantineRecord
 from contracts.codec import encode_object
 from contracts.objects import ApiObject, Job, JobState, JobStatus, Queue, QueueStatus
 from contracts.parse import parse_object
 from services.admission.service import AdmissionConfig, AdmissionService
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
-from shared.bus.streams import events_stream, intake_stream
-from shared.bus.subjects import EVENTS_STREAM, event_subject
+from shared.bus.poison import encoded, record_quarantined
+from shared.bus.streams import deadletter_stream, events_stream, intake_stream, quarantine_stream
+from shared.bus.subjects import EVENTS_STREAM, dead_letter_subject, event_subject
 from shared.servers import EtcdServer, NatsServer
 from shared.store.etcd import Etcd
 from shared.store.read_model import ReadModel
@@ -373,3 +375,54 @@ async def test_an_unreachable_cluster_exits_3(cli: Cli) -> None:
     env = {k: v for k, v in cli.env.items() if k not in ("LAHAR_NATS_URL", "LAHAR_ETCD_ENDPOINT")}
     code, _, err = await Cli(env, cli.tmp)("job", "list")
     assert code == 3 and "no running lahar stack" in err
+
+
+async def test_quarantine_and_dead_letters_list_what_the_services_set_aside(cli: Cli, bus: Bus) -> None:
+    assert await cli.json("quarantine", "-o", "json") == []  # the streams need not exist yet
+    await bus.ensure_streams([quarantine_stream(), deadletter_stream()])
+    for service, seq in (("job-controller", 12), ("binder", 30)):
+        record = QuarantineRecord(
+            service=service,
+            seq=seq,
+            subject="lahar.ev.job.job-controller.JobStatusChanged.default.train",
+            type="JobStatusChanged",
+            reason="invalid_payload",
+            error_type="PayloadError",
+            error="missing required field `counts`",
+            time=1_700_000_000.0,
+        )
+        assert await record_quarantined(bus, record)
+        assert not await record_quarantined(bus, record)  # once per (service, seq)
+    manifest = b"kind: Job\nmetadata: {name: train}\n"
+    letter = DeadLetter(
+        stream="LAHAR_INTAKE",
+        consumer="admission",
+        seq=4,
+        subject="lahar.intake.job.default.train",
+        headers={},
+        data=manifest,
+        deliveries=3,
+        reason="handling_failed",
+        error_type="RuntimeError",
+        error="boom",
+        answer="ManifestRejected",
+        time=1_700_000_000.0,
+    )
+    await bus.js.publish(dead_letter_subject("LAHAR_INTAKE", "admission"), encoded(letter))
+
+    listed = await cli.json("quarantine", "--service", "job-controller", "-o", "json")
+    assert [(r["service"], r["seq"], r["reason"]) for r in listed] == [
+        ("job-controller", 12, "invalid_payload")
+    ]
+    code, out, _ = await cli("quarantine")
+    assert code == 0 and "job-controller" in out and "binder" in out and "PayloadError: missing" in out
+    (dead,) = await cli.json("dead-letters", "-o", "json")
+    assert (dead["reason"], dead["deliveries"], dead["text"]) == ("handling_failed", 3, manifest.decode())
+    code, out, _ = await cli("dead-letters")
+    assert code == 0 and out.splitlines()[1].split()[2:7] == [
+        "LAHAR_INTAKE",
+        "4",
+        "admission",
+        "handling_failed",
+        "3",
+    ]
