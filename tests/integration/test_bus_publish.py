@@ -41,6 +41,8 @@ async def test_ensure_streams_is_idempotent_and_updates_changed_limits(bus: Bus)
         (subjects.EVENTS_STREAM, True, False),
         (subjects.INTAKE_STREAM, True, False),
         (subjects.PLANS_STREAM, True, False),
+        (subjects.QUARANTINE_STREAM, True, False),
+        (subjects.DEADLETTER_STREAM, True, False),
     ]
     assert first[0].atomic_publish  # the server is >= 2.12
     again = await bus.ensure_streams(standard_streams())
