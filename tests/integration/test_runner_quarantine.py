@@ -14,7 +14,7 @@ from runner_toy import ToyCore, ToyState
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
 from shared.bus.poison import read_quarantine
-from shared.bus.streams import events_stream
+from shared.bus.streams import StreamSpec, events_stream
 from shared.bus.subjects import event_subject
 from shared.runner import EventSourcedService, RunnerConfig
 from shared.runner_types import Event
@@ -147,3 +147,22 @@ async def test_an_invalid_payload_and_a_record_that_is_no_event_are_quarantined_
     assert skipped(service, "not_an_event") == 1
     reasons = {record.seq: record.reason for _, record in await read_quarantine(bus)}
     assert reasons == {invalid: "invalid_payload", garbage: "not_an_event"}
+
+
+async def test_a_record_the_quarantine_stream_cannot_take_waits_without_holding_up_the_loop(
+    bus: Bus, make: Make
+) -> None:
+    # Another stream holds the quarantine's subjects, so LAHAR_QUARANTINE cannot be created for now.
+    await bus.ensure_streams([StreamSpec(name="SQUATTER", subjects=("lahar.quarantine.>",))])
+    poison = await ping(bus, "poison", n=POISON_N)
+    await ping(bus, "after", n=2)
+    service = make()
+    with pytest.raises(TimeoutError):  # not idle while a record is unwritten...
+        await service.run_until_idle(2)
+    # ...but the loop went on: the events after the poison one are applied and echoed
+    assert service.state.total == 2 and set(service.state.echoes) == set(service.state.pings)
+    assert service.health()["ok"] and service.health()["quarantine_unwritten"] == 1
+    await bus.jsm.delete_stream("SQUATTER")
+    await service.run_until_idle(15)
+    assert records(service, "recorded") == 1
+    assert [r.seq for _, r in await read_quarantine(bus, "toy")] == [poison]
