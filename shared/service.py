@@ -20,9 +20,10 @@ from typing import Any, NoReturn, TypeVar
 
 import structlog
 
+from shared.backoff import retry_while_unavailable
 from shared.bus.jetstream import Bus
 from shared.config import ConfigError, ServiceConfig, load_config
-from shared.store.etcd import Etcd
+from shared.store.etcd import Etcd, EtcdUnavailable
 from shared.telemetry.logs import setup_logging
 from shared.telemetry.metrics import MetricsServer, default_registry
 from shared.telemetry.tracing import setup_tracing
@@ -127,7 +128,8 @@ ServiceFactory = Callable[[C, contextlib.AsyncExitStack], Awaitable[Service]]
 
 
 async def connect_bus(config: ServiceConfig, stack: contextlib.AsyncExitStack, *, name: str) -> Bus:
-    """A bus connection closed when the stack unwinds (after the service's drain)."""
+    """A bus connection closed when the stack unwinds (after the service's drain). It waits for a server
+    that is down and reconnects after every drop, forever (Bus.connect)."""
     # a comma-separated list names several servers of a NATS cluster; the client fails over among them
     bus = await Bus.connect([url.strip() for url in config.nats_url.split(",")], name=name)
     stack.push_async_callback(bus.close)
@@ -135,17 +137,23 @@ async def connect_bus(config: ServiceConfig, stack: contextlib.AsyncExitStack, *
 
 
 async def connect_etcd(config: ServiceConfig, stack: contextlib.AsyncExitStack) -> Etcd:
-    """An etcd client closed when the stack unwinds (after the service's drain)."""
-    last_error: Exception | None = None
-    for host, port in config.etcd_endpoints:  # the first cluster member that answers
-        try:
-            etcd = await Etcd.connect(host, port)
-        except Exception as exc:
-            last_error = exc
-            continue
-        stack.push_async_callback(etcd.close)
-        return etcd
-    raise ConnectionError(f"no etcd endpoint of {config.etcd_endpoint!r} answered: {last_error}")
+    """An etcd client closed when the stack unwinds (after the service's drain).
+
+    While no member answers (etcd is down or restarting), it waits and tries again: a service started
+    during an outage comes up once etcd does, instead of exiting and being restarted over and over."""
+
+    async def first_answering() -> Etcd:
+        last_error: Exception | None = None
+        for host, port in config.etcd_endpoints:  # the first cluster member that answers
+            try:
+                return await Etcd.connect(host, port)
+            except Exception as exc:
+                last_error = exc
+        raise EtcdUnavailable(f"no etcd endpoint of {config.etcd_endpoint!r} answered: {last_error}")
+
+    etcd = await retry_while_unavailable("connecting to etcd", first_answering, (EtcdUnavailable,))
+    stack.push_async_callback(etcd.close)
+    return etcd
 
 
 def run_main(

@@ -12,13 +12,17 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
+from shared.backoff import retry_while_unavailable
 from shared.store.etcd import (
     Compare,
     Etcd,
     EtcdError,
+    EtcdUnavailable,
     Op,
     TxnResult,
+    WatchCompacted,
     absent,
     create_revision_is,
     get,
@@ -97,15 +101,22 @@ class Election:
         return None if kv is None else Leader(kv.value.decode(), kv.create_revision, kv.lease)
 
     async def campaign(self, candidate: str, *, ttl_s: int) -> Leadership:
-        """Wait until candidate leads. Cancel the call (or wrap it in a timeout) to stop campaigning."""
-        lease = await KeptLease.grant(self.etcd, ttl_s)
+        """Wait until candidate leads. Cancel the call (or wrap it in a timeout) to stop campaigning.
+
+        An etcd outage is waited out (a candidate cannot win while etcd is down, and must not give up
+        because of it): every step is tried again with backoff until etcd answers."""
+        lease = await self._grant(ttl_s)
         try:
             while True:
                 if lease.lost.is_set():
-                    lease = await KeptLease.grant(self.etcd, ttl_s)
-                result = await self.etcd.txn(
-                    [absent(self.key)], [put(self.key, candidate.encode(), lease=lease.id)], [get(self.key)]
+                    lease = await self._grant(ttl_s)
+                claim = partial(
+                    self.etcd.txn,
+                    [absent(self.key)],
+                    [put(self.key, candidate.encode(), lease=lease.id)],
+                    [get(self.key)],
                 )
+                result = await retry_while_unavailable("campaigning", claim, (EtcdUnavailable,))
                 if result.succeeded:
                     return Leadership(candidate, Fence(self.key, result.revision), lease)
                 await self._wait_vacant(after_revision=result.revision)
@@ -113,13 +124,23 @@ class Election:
             await lease.stop(revoke=True)
             raise
 
+    async def _grant(self, ttl_s: int) -> KeptLease:
+        return await retry_while_unavailable(
+            "granting the election lease", partial(KeptLease.grant, self.etcd, ttl_s), (EtcdUnavailable,)
+        )
+
     async def _wait_vacant(self, after_revision: int) -> None:
-        async with contextlib.aclosing(
-            self.etcd.watch_prefix(self.key, start_revision=after_revision + 1)
-        ) as events:
-            async for event in events:
-                if event.key == self.key and event.kind == "delete":
-                    return
+        """Until the key is deleted (the watch resumes across etcd restarts by itself). If the revisions
+        it would resume from were compacted meanwhile, the caller simply tries to claim the key again."""
+        try:
+            async with contextlib.aclosing(
+                self.etcd.watch_prefix(self.key, start_revision=after_revision + 1)
+            ) as events:
+                async for event in events:
+                    if event.key == self.key and event.kind == "delete":
+                        return
+        except WatchCompacted:
+            return
 
     async def observe(self) -> AsyncIterator[Leader | None]:
         """The current leader (None: vacant), then every change of leader."""
