@@ -1,4 +1,4 @@
-"""Local nats-server and etcd processes: start, health-check, stop, restart.
+"""Local nats-server and etcd processes: start, health-check, stop, restart, reap.
 
 Used by the integration tests and by the local stack. Every server gets free loopback ports, its own
 data directory and a log file that survives restarts (appended to), so a failure can be diagnosed after
@@ -60,7 +60,8 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(sock.getsockname()[1])
 
 
-def _http_ok(url: str, timeout_s: float = 1.0) -> bool:
+def http_ok(url: str, timeout_s: float = 1.0) -> bool:
+    """The URL answers 2xx within timeout_s (a health probe)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             status: int = resp.status  # urlopen is typed as returning Any
@@ -136,9 +137,14 @@ class _ServerProcess(ABC):
     def _command(self) -> list[str]:
         """The full command line for the current ports and data dir."""
 
+    @property
     @abstractmethod
+    def health_url(self) -> str:
+        """Answers 2xx while the server is ready to serve (for a supervisor's or a status probe)."""
+
     def _healthy(self) -> bool:
-        """One readiness probe; must return quickly."""
+        """One readiness probe; returns quickly."""
+        return http_ok(self.health_url)
 
     @abstractmethod
     def _pick_ports(self) -> None:
@@ -207,10 +213,24 @@ class _ServerProcess(ABC):
                 if attempt == _PORT_RACE_ATTEMPTS or "address already in use" not in self.log_tail().lower():
                     raise
 
+    def reap(self) -> int | None:
+        """The exit status once the server has exited, None while it runs (or was never started).
+
+        A server that exited is reaped (no zombie is left behind) and forgotten, so start() brings it
+        back on the same ports and data dir."""
+        proc = self._proc
+        if proc is None:
+            return None
+        code = proc.poll()
+        if code is not None:
+            self._forget()
+        return code
+
     def start(self) -> Self:
         """(Re)start with the current ports and data dir; returns once the health check passes."""
         if self.running:
             return self
+        self.reap()  # a server that crashed: close its log handle before the new process opens one
         self._spawn()
         self._wait_healthy()
         return self
@@ -306,9 +326,10 @@ class NatsServer(_ServerProcess):
             *self.extra_args,
         ]
 
-    def _healthy(self) -> bool:
+    @property
+    def health_url(self) -> str:
         # A standalone server recovers its streams from the store before it reports JetStream enabled.
-        return _http_ok(f"{self.monitor_url}/healthz?js-enabled-only=true")
+        return f"{self.monitor_url}/healthz?js-enabled-only=true"
 
 
 ETCD_HISTORY = "1m"  # how long etcd keeps old revisions (watches may resume that far back)
@@ -365,5 +386,6 @@ class EtcdServer(_ServerProcess):
             *self.extra_args,
         ]
 
-    def _healthy(self) -> bool:
-        return _http_ok(f"{self.url}/health")
+    @property
+    def health_url(self) -> str:
+        return f"{self.url}/health"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -12,8 +13,17 @@ import subprocess
 import sys
 import time
 
-from services.cli.stack.layout import StackState, lahar_home, process_alive
-from services.cli.stack.supervisor import Supervisor, service_healthy, service_specs
+from services.cli.stack.health import classify
+from services.cli.stack.layout import (
+    RUNNING,
+    RunningServer,
+    RunningService,
+    StackState,
+    lahar_home,
+    process_alive,
+)
+from services.cli.stack.supervisor import Supervisor, service_specs
+from shared.servers import http_ok
 
 UP_TIMEOUT_S = 420.0  # healthy processes, then every node bindable (supervisor: up to 300 s)
 DOWN_TIMEOUT_S = 60.0
@@ -31,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     down.set_defaults(handler=run_down)
     status = sub.add_parser("status", help="show the local stack and its health")
     status.add_argument("--home")
+    status.add_argument("-o", "--output", choices=("table", "json"), default="table")
     status.set_defaults(handler=run_status)
 
 
@@ -122,22 +133,34 @@ def run_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def process_rows(state: StackState) -> list[dict[str, object]]:
+    """Every process of the stack as `lahar status` shows it: its state from the supervisor's record
+    and a health probe (health.py), never from its PID alone."""
+    processes: list[tuple[RunningServer | RunningService, str]] = [(s, s.url) for s in state.servers]
+    processes += [(s, f"http://127.0.0.1:{s.metrics_port}") for s in state.services]
+    return [
+        {
+            "name": p.name,
+            "pid": p.pid,
+            "state": classify(p.phase, process_alive(p.pid), http_ok(p.health_url)),
+            "restarts": p.restarts,
+            "endpoint": endpoint,
+        }
+        for p, endpoint in processes
+    ]
+
+
 def run_status(args: argparse.Namespace) -> int:
     state = _running(lahar_home(args.home))
     if state is None:
         print("no stack is running")
         return 1
-    print(f"{'SERVICE':<18} {'PID':<8} {'STATE':<10} ENDPOINT")
-    all_ok = True
-    for service in state.services:
-        alive = process_alive(service.pid)
-        healthy = alive and service_healthy(service.metrics_port)
-        all_ok &= healthy
-        label = "healthy" if healthy else ("unhealthy" if alive else "dead")
-        print(f"{service.name:<18} {service.pid:<8} {label:<10} http://127.0.0.1:{service.metrics_port}")
-    for name, pid, url in (
-        ("nats-server", state.nats_pid, state.nats_url),
-        ("etcd", state.etcd_pid, f"http://{state.etcd_endpoint}"),
-    ):
-        print(f"{name:<18} {pid:<8} {'running' if process_alive(pid) else 'dead':<10} {url}")
-    return 0 if all_ok and state.ready else 1
+    rows = process_rows(state)
+    if args.output == "json":
+        print(json.dumps({"ready": state.ready, "home": state.home, "processes": rows}, indent=2))
+    else:
+        print(f"{'NAME':<18} {'PID':<8} {'STATE':<11} {'RESTARTS':<9} ENDPOINT")
+        for row in rows:
+            name, pid, label, restarts = row["name"], row["pid"], row["state"], row["restarts"]
+            print(f"{name:<18} {pid:<8} {label:<11} {restarts:<9} {row['endpoint']}")
+    return 0 if state.ready and all(row["state"] == RUNNING for row in rows) else 1

@@ -1,4 +1,8 @@
-"""Where a local stack keeps its state, and the description of a running stack (`stack.json`)."""
+"""Where a local stack keeps its state, and the description of a running stack (`stack.json`).
+
+The supervisor records every process it runs with its supervision state (`phase`): starting (spawned,
+not yet healthy), running (healthy since it was spawned), restarting (it exited and is being brought
+back). `lahar status` combines that with a health probe of its own (status.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 STATE_FILE = "stack.json"
+
+# What the supervisor is doing about a process (recorded in stack.json).
+STARTING = "starting"
+RUNNING = "running"
+RESTARTING = "restarting"
+
+NATS = "nats-server"
+ETCD = "etcd"
 
 
 def lahar_home(explicit: str | None = None) -> Path:
@@ -49,6 +61,24 @@ class RunningService:
     metrics_port: int
     log: str
     restarts: int = 0
+    phase: str = STARTING
+
+    @property
+    def health_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/healthz"
+
+
+@dataclass(slots=True)
+class RunningServer:
+    """nats-server or etcd: restarted on the same ports and data directory when it exits."""
+
+    name: str
+    pid: int
+    url: str  # what clients connect to
+    health_url: str
+    log: str
+    restarts: int = 0
+    phase: str = RUNNING
 
 
 @dataclass(slots=True)
@@ -56,13 +86,25 @@ class StackState:
     supervisor_pid: int
     home: str
     nats_url: str = ""
-    nats_pid: int = 0
     etcd_endpoint: str = ""
-    etcd_pid: int = 0
+    servers: list[RunningServer] = field(default_factory=list)
     services: list[RunningService] = field(default_factory=list)
     ready: bool = False
     waiting: str = ""  # while starting: what the stack still waits for before it can bind
     error: str = ""
+
+    def server(self, name: str) -> RunningServer | None:
+        return next((s for s in self.servers if s.name == name), None)
+
+    @property
+    def nats_pid(self) -> int:
+        server = self.server(NATS)
+        return server.pid if server is not None else 0
+
+    @property
+    def etcd_pid(self) -> int:
+        server = self.server(ETCD)
+        return server.pid if server is not None else 0
 
     def write(self, home: Path) -> None:
         tmp = home / (STATE_FILE + ".tmp")
@@ -76,14 +118,28 @@ class StackState:
         except (FileNotFoundError, json.JSONDecodeError):
             return None
         services = [RunningService(**s) for s in raw.pop("services", [])]
-        return cls(services=services, **raw)
+        servers = [RunningServer(**s) for s in raw.pop("servers", [])]
+        return cls(services=services, servers=servers, **raw)
 
 
 def process_alive(pid: int) -> bool:
+    """The process exists and has not exited: an exited child its parent has not reaped yet (a zombie)
+    still answers kill(pid, 0), so where /proc tells, a zombie counts as gone."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (or the process just went): kill(pid, 0) is all there is
+    # "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ")"
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]

@@ -1,10 +1,13 @@
 """The local stack's supervisor: owns nats-server, etcd and every service process.
 
 It starts them in dependency order on free loopback ports, waits until each reports healthy and then until
-the stack can bind on every node (readiness.py), records the stack in `stack.json`, restarts a service
-that dies (with the same port, after a short backoff: a crashed service resumes from its checkpoint and
-the log), and on SIGTERM/SIGINT stops them in reverse order (SIGTERM to each process group, SIGKILL after
-a grace period) before removing the record. Everything it starts, it stops, by PID.
+the stack can bind on every node (readiness.py), and records the stack in `stack.json`. Whatever exits
+while the stack is meant to run is reaped and started again, after a backoff (backoff.py): a service on
+the same metrics port (it resumes from its checkpoint and the log), nats-server and etcd on the same ports
+and data directories (server_keeper.py). stack.json says what it is doing about each process (starting,
+running, restarting), for `lahar status`. On SIGTERM/SIGINT it stops them in reverse order (SIGTERM to
+each process group, SIGKILL after a grace period) before removing the record. Everything it starts, it
+stops, by PID.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from services.cli.stack.layout import RunningService, ServiceSpec, StackState
+from services.cli.stack.backoff import restart_delay
+from services.cli.stack.layout import RESTARTING, RUNNING, STARTING, RunningService, ServiceSpec, StackState
 from services.cli.stack.readiness import waiting_for
+from services.cli.stack.server_keeper import ServerKeeper, record_of
 from shared.servers import EtcdServer, NatsServer, free_port
 
 STOP_GRACE_S = 10.0
-RESTART_BACKOFF_S = 0.5
 HEALTH_TIMEOUT_S = 60.0
+HEALTH_POLL_S = 0.1
 BINDABLE_TIMEOUT_S = 300.0  # from healthy processes to every node bindable (10,000 nodes take seconds)
 
 
@@ -91,6 +96,7 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stopping.set)
+        server_keepers: list[asyncio.Task[None]] = []
         try:
             await self._start()
         except Exception as exc:  # the error goes to stack.json so `lahar up` can show it
@@ -100,36 +106,59 @@ class Supervisor:
             return 1
         if self.on_ready is not None:
             self.on_ready(self.state)
+        server_keepers = [
+            asyncio.create_task(ServerKeeper(server, record, self._changed, self.stopping).run())
+            for server, record in zip((self.nats, self.etcd), self.state.servers, strict=True)
+            if server is not None
+        ]
         keepers = [asyncio.create_task(self._keep_alive(spec)) for spec in self.specs]
         await self.stopping.wait()
         for keeper in keepers:
             keeper.cancel()
-        await asyncio.gather(*keepers, return_exceptions=True)
+        # a server keeper is never cancelled: it may be starting its server, which must finish first
+        await asyncio.gather(*keepers, *server_keepers, return_exceptions=True)
         await self._stop()
         return 0
 
+    def _changed(self) -> None:
+        self.state.write(self.home)
+
+    def _record(self, name: str) -> RunningService:
+        return next(s for s in self.state.services if s.name == name)
+
     async def _keep_alive(self, spec: ServiceSpec) -> None:
         """Restart the service whenever it exits while the stack is meant to run."""
-        backoff_s = RESTART_BACKOFF_S / 2
+        delay_s = 0.0
         while not self.stopping.is_set():
             process = self.processes[spec.name]
+            record = self._record(spec.name)
+            if record.phase != RUNNING:
+                await self._watch_until_healthy(process, record)
             code = await process.wait()
             if self.stopping.is_set():
                 return
-            # a service that keeps dying backs off; one that ran a while restarts promptly again
-            ran_s = time.monotonic() - self.spawned_at[spec.name]
-            backoff_s = RESTART_BACKOFF_S if ran_s > 30 else min(backoff_s * 2, 10.0)
-            record = next(s for s in self.state.services if s.name == spec.name)
+            delay_s = restart_delay(delay_s, time.monotonic() - self.spawned_at[spec.name])
+            record.phase = RESTARTING
             record.restarts += 1
+            self.state.write(self.home)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), backoff_s)
+                await asyncio.wait_for(self.stopping.wait(), delay_s)
             if self.stopping.is_set():
                 return
             with Path(record.log).open("ab") as log:
                 log.write(f"--- lahar: {spec.name} exited with {code}; restarting\n".encode())
-            # dying again while starting is fine: the loop waits and tries once more
-            with contextlib.suppress(RuntimeError):
-                await self._spawn(spec, self.home / "logs", port=record.metrics_port)
+            await self._launch(spec, self.home / "logs", port=record.metrics_port, phase=RESTARTING)
+
+    async def _watch_until_healthy(self, process: asyncio.subprocess.Process, record: RunningService) -> None:
+        """Mark the service running once it answers its health check (a restarted service may wait a
+        while for a server that is down); return early if it exits first."""
+        while not await asyncio.to_thread(service_healthy, record.metrics_port):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), HEALTH_POLL_S)
+            if process.returncode is not None:
+                return
+        record.phase = RUNNING
+        self.state.write(self.home)
 
     async def _start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -137,9 +166,8 @@ class Supervisor:
         self.nats = await NatsServer.astart_in(self.home / "nats")
         self.etcd = await EtcdServer.astart_in(self.home / "etcd")
         self.state.nats_url = self.nats.url
-        self.state.nats_pid = self.nats.pid
         self.state.etcd_endpoint = f"{self.etcd.host}:{self.etcd.port}"
-        self.state.etcd_pid = self.etcd.pid
+        self.state.servers = [record_of(self.nats), record_of(self.etcd)]
         self.state.write(self.home)
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)
@@ -172,7 +200,10 @@ class Supervisor:
             if self.stopping.is_set():
                 raise RuntimeError("stopped while starting")
 
-    async def _spawn(self, spec: ServiceSpec, logs: Path, port: int = 0) -> None:
+    async def _launch(
+        self, spec: ServiceSpec, logs: Path, port: int = 0, phase: str = STARTING
+    ) -> asyncio.subprocess.Process:
+        """Start the service's process and record it (in `phase`) without waiting for it."""
         port = port or free_port()
         log_path = logs / f"{spec.name}.log"
         command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port)
@@ -184,18 +215,29 @@ class Supervisor:
         self.spawned_at[spec.name] = time.monotonic()
         record = next((s for s in self.state.services if s.name == spec.name), None)
         if record is None:
-            self.state.services.append(RunningService(spec.name, process.pid, port, str(log_path)))
+            record = RunningService(spec.name, process.pid, port, str(log_path), phase=phase)
+            self.state.services.append(record)
         else:
-            record.pid = process.pid
+            record.pid, record.phase = process.pid, phase
         self.state.write(self.home)
+        return process
+
+    async def _spawn(self, spec: ServiceSpec, logs: Path) -> None:
+        """Start the service and wait until it is healthy (while the stack comes up: a service that
+        cannot start is an error `lahar up` reports)."""
+        process = await self._launch(spec, logs)
+        record = self._record(spec.name)
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
-        while not await asyncio.to_thread(service_healthy, port):
+        while not await asyncio.to_thread(service_healthy, record.metrics_port):
             if process.returncode is not None:
-                raise RuntimeError(f"{spec.name} exited with code {process.returncode}; see {log_path}")
+                raise RuntimeError(f"{spec.name} exited with code {process.returncode}; see {record.log}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{spec.name} not healthy within {HEALTH_TIMEOUT_S:.0f}s; see {log_path}")
+                late = f"{spec.name} not healthy within {HEALTH_TIMEOUT_S:.0f}s; see {record.log}"
+                raise RuntimeError(late)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), 0.1)
+                await asyncio.wait_for(process.wait(), HEALTH_POLL_S)
+        record.phase = RUNNING
+        self.state.write(self.home)
 
     async def _stop(self) -> None:
         for name in reversed(list(self.processes)):
