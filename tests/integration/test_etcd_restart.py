@@ -1,14 +1,24 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import signal
 
 import pytest
+from runner_toy import ToyCore, ToyProcess
+from support.waiting import Eventually
+from test_runner import fold_log, ping
 
-from shared.servers import EtcdServer
+from shared.bus.jetstream import Bus
+from shared.bus.streams import events_stream
+from shared.bus.subjects import EVENTS_STREAM
+from shared.runner import EventSourcedService, RunnerConfig
+from shared.servers import EtcdServer, NatsServer
 from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd, WatchEvent
 from shared.store.lease import KeptLease
+from shared.telemetry.metrics import Registry
 
 pytestmark = pytest.mark.integration
 
@@ -68,3 +78,83 @@ async def test_state_and_kept_lease_survive_a_quick_restart(private_etcd: EtcdSe
         await lease.stop(revoke=True)
     finally:
         await etcd.close()
+
+
+# --- a service riding out an etcd outage ----------------------------------------------------------------
+
+# A lease of 1 s: an outage of a few seconds outlives it, so the leader loses its term for sure.
+ELECTED = RunnerConfig(
+    reconcile_interval_s=0.2,
+    checkpoint_every_events=1_000_000,
+    checkpoint_every_s=3600,
+    leader_election=True,
+    leader_lease_ttl_s=1,
+    instance_id="toy-a",
+)
+
+
+async def echoed(bus: Bus) -> collections.Counter[str]:
+    envelopes = [record.envelope() async for record in bus.replay(EVENTS_STREAM)]
+    return collections.Counter(str(env.payload["ping"]) for env in envelopes if env.type == "Echo")
+
+
+async def test_a_leader_waits_out_an_etcd_outage_longer_than_its_lease_and_leads_again(
+    bus: Bus, private_etcd: EtcdServer, eventually: Eventually
+) -> None:
+    await bus.ensure_streams([events_stream()])
+    etcd = await Etcd.connect(*private_etcd.endpoint)
+    service = EventSourcedService(ToyCore(), bus, etcd, ELECTED, registry=Registry())
+    try:
+        first = await ping(bus, "before")
+        await service.run_until_idle(15)  # starts it
+        await eventually(lambda: service.leading, what="the only candidate leading")
+        await service.run_until_idle(15)
+        assert (await echoed(bus)).total() == 1
+
+        await private_etcd.astop()
+        await eventually(lambda: not service.leading, what="the term ending with etcd gone", timeout_s=10)
+        # while etcd is down the service goes on following the log as a standby: nothing is decided
+        during = await ping(bus, "during")
+        await eventually(lambda: service.seq >= during, what="the standby applying a ping")
+        assert not service.stopped, "the service exited during the outage"
+
+        await private_etcd.astart()
+        await eventually(lambda: service.leading, what="leading again once etcd is back", timeout_s=20)
+        await service.run_until_idle(15)
+        echoes = await echoed(bus)
+        assert sorted(echoes.values()) == [1, 1], echoes  # both pings echoed, neither twice
+        assert service.state == await fold_log(bus)  # every event applied once, in order
+        assert service.state.applied[0] == first
+        await service.checkpoint()  # the new term may write its fenced checkpoint
+        saved = await CheckpointStore(etcd, "toy").load()
+        assert saved is not None and saved.seq == service.seq
+    finally:
+        await service.shutdown()
+        await etcd.close()
+
+
+async def test_a_service_started_while_etcd_is_down_comes_up_once_it_is_back(
+    bus: Bus, nats_server: NatsServer, private_etcd: EtcdServer, eventually: Eventually
+) -> None:
+    await bus.ensure_streams([events_stream()])
+    await ping(bus, "waiting")
+    host, port = private_etcd.endpoint
+    await private_etcd.astop()
+    toy = await ToyProcess.start("--nats-url", nats_server.url, "--etcd-endpoint", f"{host}:{port}")
+    try:
+        await eventually(
+            lambda: toy.logged("connecting to etcd: server unavailable, retrying"),
+            what="the service saying it waits for etcd",
+            timeout_s=20,
+        )
+        assert toy.proc.returncode is None, "".join(toy.raw)
+        await private_etcd.astart()
+
+        async def echoed_once() -> bool:
+            return (await echoed(bus)).total() == 1
+
+        await eventually(echoed_once, what="the same process serving once etcd is back", timeout_s=30)
+        toy.proc.send_signal(signal.SIGTERM)
+    finally:
+        status = await toy.wait()
+    assert status == 0, "".join(toy.raw)

@@ -1,15 +1,23 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+from collections.abc import AsyncIterator
 
 import pytest
+from runner_toy import ToyCore
+from support.waiting import Eventually
+from test_runner import fold_log, ping
 
 from shared.bus import subjects
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import BatchItem, Bus
-from shared.bus.streams import standard_streams
+from shared.bus.streams import events_stream, standard_streams
+from shared.runner import EventSourcedService, RunnerConfig
 from shared.servers import NatsServer
+from shared.store.etcd import Etcd
+from shared.telemetry.metrics import Registry
 
 pytestmark = pytest.mark.integration
 
@@ -101,3 +109,37 @@ async def test_follow_resumes_after_a_restart(private_nats: NatsServer) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await follower
         await bus.close()
+
+
+async def test_a_service_rides_out_a_nats_crash_and_resumes_where_it_was(
+    private_nats: NatsServer, etcd: Etcd, eventually: Eventually
+) -> None:
+    bus = await Bus.connect(private_nats.url, name="outage-test", reconnect_wait_s=0.1)
+    await bus.ensure_streams([events_stream()])
+    service = EventSourcedService(
+        ToyCore(), bus, etcd, RunnerConfig(reconcile_interval_s=0.2), registry=Registry()
+    )
+    try:
+        await ping(bus, "before")
+        await service.run_until_idle(15)
+        private_nats.kill()
+        await eventually(lambda: not service.health()["ok"], what="the service unhealthy without NATS")
+        assert not service.stopped, "the service exited when NATS went away"
+        await private_nats.astart()
+        await eventually(lambda: service.health()["ok"], what="healthy again", timeout_s=20)
+        # the live log resumes after the last applied event: the ping after the outage is echoed
+        await ping(bus, "after")
+        await service.run_until_idle(30)
+        echoes = collections.Counter(
+            [env.payload["ping"] async for env in _envelopes(bus) if env.type == "Echo"]
+        )
+        assert sorted(echoes.values()) == [1, 1], echoes
+        assert service.state == await fold_log(bus)  # nothing applied twice or skipped
+    finally:
+        await service.shutdown()
+        await bus.close()
+
+
+async def _envelopes(bus: Bus) -> AsyncIterator[Envelope]:
+    async for record in bus.replay(STREAM):
+        yield record.envelope()
