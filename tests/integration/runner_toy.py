@@ -106,9 +106,16 @@ class ToyCore:
         return ToyState(tuple(applied), {ping: tuple(value) for ping, value in pings.items()}, echoes, total)
 
 
+# Set in its environment, the toy's factory fails after connecting (run_main's "could not start" path;
+# a server that does not answer is waited for, not a reason to fail).
+FAIL_TO_START = "LAHAR_TOY_FAIL_TO_START"
+
+
 async def build(config: RunnerConfig, stack: contextlib.AsyncExitStack) -> EventSourcedService[ToyState]:
     bus = await connect_bus(config, stack, name="toy")
     etcd = await connect_etcd(config, stack)
+    if os.environ.get(FAIL_TO_START):
+        raise RuntimeError("told not to start")
     return EventSourcedService(ToyCore(), bus, etcd, config)
 
 
@@ -122,7 +129,7 @@ class ToyProcess:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def start(cls, *args: str) -> ToyProcess:
+    async def start(cls, *args: str, env: dict[str, str] | None = None) -> ToyProcess:
         here = Path(__file__).resolve().parent
         paths = [str(here.parents[1]), str(here), os.environ.get("PYTHONPATH", "")]
         proc = await asyncio.create_subprocess_exec(
@@ -130,7 +137,7 @@ class ToyProcess:
             "-m",
             "runner_toy",
             *args,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
+            env={**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
             stderr=asyncio.subprocess.PIPE,
         )
         return cls(proc)

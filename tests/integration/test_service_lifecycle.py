@@ -13,7 +13,7 @@ from typing import Any
 import nats.errors
 import pytest
 from nats.aio.msg import Msg
-from runner_toy import ToyProcess
+from runner_toy import FAIL_TO_START, ToyProcess
 from support.waiting import Eventually
 
 from shared.bus.jetstream import Bus
@@ -184,8 +184,12 @@ async def test_run_main_rejects_bad_configuration_with_exit_status_2() -> None:
     assert "reconcile_interval_s: expected a number, got 'fast' (from flag --reconcile-interval-s)" in output
 
 
-async def test_run_main_exits_1_when_the_service_cannot_start(nats_server: NatsServer) -> None:
-    unreachable_etcd = "127.0.0.1:1"
-    toy = await ToyProcess.start("--nats-url", nats_server.url, "--etcd-endpoint", unreachable_etcd)
+async def test_run_main_exits_1_when_the_service_cannot_start(
+    nats_server: NatsServer, etcd_server: EtcdServer
+) -> None:
+    host, port = etcd_server.endpoint
+    toy = await ToyProcess.start(
+        "--nats-url", nats_server.url, "--etcd-endpoint", f"{host}:{port}", env={FAIL_TO_START: "1"}
+    )
     assert await toy.wait() == 1
     assert toy.logged("service could not start") is not None
