@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from contracts.limits import DOCUMENT_MAX_CHARS, MESSAGE_MAX_CHARS, PATH_MAX_CHARS, clip
+
 
 @dataclass(frozen=True, slots=True)
 class FieldError:
@@ -23,6 +25,18 @@ class FieldError:
     document: str
     path: str
     message: str
+
+    def __post_init__(self) -> None:
+        # every rule quotes what it found, and what it found may be a megabyte: an error stays small
+        # enough that a rejection listing it can always be published and answered
+        for name, limit in (
+            ("document", DOCUMENT_MAX_CHARS),
+            ("path", PATH_MAX_CHARS),
+            ("message", MESSAGE_MAX_CHARS),
+        ):
+            value = getattr(self, name)
+            if len(value) > limit:
+                object.__setattr__(self, name, clip(value, limit))
 
     def __str__(self) -> str:
         if self.path:

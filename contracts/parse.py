@@ -7,6 +7,7 @@ as the Kubernetes API server does; defaulting that admission webhooks would do i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,6 +17,7 @@ import orjson
 import yaml
 
 from contracts.errors import FieldError, ManifestError
+from contracts.limits import ECHO_MAX_CHARS, MAX_NESTING_DEPTH, clip, deeper_than
 from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, ApiObject, ObjectMeta
 from contracts.parse_core import (
     parse_meta,
@@ -63,11 +65,11 @@ def parse_object(doc: Mapping[str, object], document: str) -> ApiObject:
     parser = _PARSERS.get(kind)
     if parser is None:
         if kind:
-            fields.error(f"expected one of {', '.join(sorted(_PARSERS))}, got {kind!r}", "kind")
+            fields.error(f"expected one of {', '.join(sorted(_PARSERS))}, got {describe(kind)}", "kind")
         raise ManifestError(errors)
     expected = API_VERSIONS[kind]
     if api_version and api_version != expected:
-        fields.error(f"expected {expected!r} for kind {kind}, got {api_version!r}", "apiVersion")
+        fields.error(f"expected {expected!r} for kind {kind}, got {describe(api_version)}", "apiVersion")
     obj = parser(fields, parse_meta(fields, cluster_scoped=kind in CLUSTER_SCOPED))
     if errors:
         raise ManifestError(errors)
@@ -115,16 +117,20 @@ def parse_documents(
 ) -> tuple[list[ParsedDocument], list[FieldError]]:
     """Every document of a multi-document text that parses, and every problem of those that do not, so
     that one broken document does not hide what is wrong with the others. `loader` lets a server refuse
-    YAML features (aliases) that a file on a user's disk may use."""
+    YAML features (aliases) that a file on a user's disk may use. Documents nested more than
+    MAX_NESTING_DEPTH levels deep are refused, whatever the loader."""
     loaded: list[ParsedDocument] = []
     errors: list[FieldError] = []
     number = 0
     try:
-        for doc in _documents(text, loader):
+        for doc in _documents(text, _depth_bounded(loader)):
             number += 1
             if doc is None:
                 continue
             name = document_name(source, number, doc)
+            if deeper_than(doc):
+                errors.append(FieldError(name, "", _TOO_DEEP))
+                continue
             try:
                 loaded.append(ParsedDocument(name, parse_object(doc, name), _has_timestamp(doc)))
             except ManifestError as exc:
@@ -132,7 +138,45 @@ def parse_documents(
     except yaml.YAMLError as exc:
         # the stream cannot be read past a syntax error; what was parsed before it is still checked
         errors.append(FieldError(f"{source}#{number + 1}", "", _syntax_message(exc)))
+    except ValueError as exc:
+        # a scalar YAML's resolver took for an int or a date that Python cannot make one of
+        # (an integer of 5,000 digits, 2024-13-45)
+        errors.append(FieldError(f"{source}#{number + 1}", "", f"cannot read a value: {exc}"))
     return loaded, errors
+
+
+_TOO_DEEP = f"mappings and lists nest more than {MAX_NESTING_DEPTH} levels deep; lahar reads at most that"
+
+
+class TooDeep(yaml.MarkedYAMLError):
+    """A YAML document nests deeper than MAX_NESTING_DEPTH."""
+
+
+class _DepthBounded(yaml.SafeLoader):
+    """Composes YAML nodes no deeper than MAX_NESTING_DEPTH. PyYAML's composer recurses once per level,
+    so a document of 100,000 nested lists would otherwise end in a RecursionError; here it ends early,
+    as an error that says where."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.CollectionStartEvent):
+            if self._depth >= MAX_NESTING_DEPTH:
+                raise TooDeep(None, None, _TOO_DEEP, self.peek_event().start_mark)
+            self._depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+        return super().compose_node(parent, index)
+
+
+@functools.cache
+def _depth_bounded(loader: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
+    """`loader`, its composer bounded in depth."""
+    if issubclass(loader, _DepthBounded):
+        return loader
+    return type(f"DepthBounded{loader.__name__}", (_DepthBounded, loader), {})
 
 
 def _documents(text: str, loader: type[yaml.SafeLoader]) -> Iterator[Any]:
@@ -157,9 +201,10 @@ def _load_text(text: str, source: str, errors: list[FieldError]) -> list[tuple[A
 def _syntax_message(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
+    what = "document too deep" if isinstance(exc, TooDeep) else "YAML syntax error"
     if mark is None:
-        return f"YAML syntax error: {problem}"
-    return f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+        return f"{what}: {problem}"
+    return f"{what} at line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def document_name(source: str, number: int, doc: object) -> str:
@@ -170,15 +215,18 @@ def document_name(source: str, number: int, doc: object) -> str:
     kind = doc.get("kind")
     if not isinstance(kind, str) or not kind:
         return name
+    # every error of the document repeats its name: what the document says of itself is cut short
+    kind = clip(kind, ECHO_MAX_CHARS)
     meta = doc.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     object_name = meta.get("name")
     if not isinstance(object_name, str) or not object_name:
         return f"{name} ({kind})"
+    object_name = clip(object_name, ECHO_MAX_CHARS)
     namespace = meta.get("namespace")
     if kind in CLUSTER_SCOPED:
         return f"{name} ({kind} {object_name})"
-    namespace = namespace if isinstance(namespace, str) and namespace else "default"
+    namespace = clip(namespace, ECHO_MAX_CHARS) if isinstance(namespace, str) and namespace else "default"
     return f"{name} ({kind} {namespace}/{object_name})"
 
 

@@ -49,7 +49,7 @@ def parse_meta(doc: Fields, *, cluster_scoped: bool) -> ObjectMeta:
         annotations=meta.string_map("annotations"),
         creation_timestamp=meta.timestamp("creationTimestamp") or 0.0,
         deletion_timestamp=meta.timestamp("deletionTimestamp"),
-        generation=meta.integer("generation", minimum=0),
+        generation=meta.integer("generation", minimum=0, bits=64),
     )
 
 
@@ -67,7 +67,7 @@ def parse_toleration(toleration: Fields) -> Toleration:
         operator=toleration.string("operator", "Equal", choices=TOLERATION_OPERATORS),
         value=toleration.string("value"),
         effect=toleration.string("effect", choices=TAINT_EFFECTS),
-        toleration_seconds=toleration.optional_integer("tolerationSeconds"),
+        toleration_seconds=toleration.optional_integer("tolerationSeconds", bits=64),
     )
 
 
@@ -151,8 +151,10 @@ def parse_pod_spec(spec: Fields) -> PodSpec:
         host_network=spec.boolean("hostNetwork"),
         dns_policy=spec.string("dnsPolicy", choices=DNS_POLICIES),
         overhead=spec.resources("overhead"),
-        active_deadline_seconds=spec.optional_integer("activeDeadlineSeconds", minimum=1),
-        termination_grace_period_seconds=spec.optional_integer("terminationGracePeriodSeconds", minimum=0),
+        active_deadline_seconds=spec.optional_integer("activeDeadlineSeconds", minimum=1, bits=64),
+        termination_grace_period_seconds=spec.optional_integer(
+            "terminationGracePeriodSeconds", minimum=0, bits=64
+        ),
     )
 
 

@@ -16,8 +16,18 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from contracts.errors import FieldError
+from contracts.limits import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    MAX_DURATION_S,
+    MAX_EPOCH_SECONDS,
+    MAX_QUANTITY_MILLI,
+    quote,
+)
 from contracts.objects import frozen_map
-from contracts.resources import Resources, parse_quantity
+from contracts.resources import QUANTITY_RANGE, Resources, parse_quantity
 
 T = TypeVar("T")
 
@@ -31,6 +41,7 @@ PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
 CONDITION_STATUSES = ("True", "False", "Unknown")
 
+_QUOTED_INT_BITS = 128
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _DURATION_UNITS = {
     "ns": Decimal("1e-9"),
@@ -55,10 +66,12 @@ def describe(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
+    if isinstance(value, int) and value.bit_length() > _QUOTED_INT_BITS:
+        return _integer_text(value)  # its digits would make a long message
     if isinstance(value, int | float):
         return f"number {value!r}"
     if isinstance(value, str):
-        return repr(value if len(value) <= 60 else value[:57] + "...")
+        return quote(value)
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, list | tuple):
@@ -99,7 +112,9 @@ def as_quantity(value: object) -> int:
     milli = parse_quantity(value)
     # parse_quantity rejects negative text but lets YAML's own negative numbers through
     if milli < 0:
-        raise ValueError(f"expected a non-negative quantity, got {value!r}")
+        raise ValueError(f"expected a non-negative quantity, got {describe(value)}")
+    if milli > MAX_QUANTITY_MILLI:
+        raise ValueError(f"{QUANTITY_RANGE}, got {describe(value)}")
     return milli
 
 
@@ -120,6 +135,8 @@ def duration_seconds(text: object) -> float:
         (Decimal(number) * _DURATION_UNITS[unit] for number, unit in re.findall(_DURATION_PART, text)),
         Decimal(0),
     )
+    if total > Decimal(MAX_DURATION_S):
+        raise ValueError(f"expected a duration of at most {MAX_DURATION_S:.0f}s (Go's), got {describe(text)}")
     return float(-total if text.startswith("-") else total)
 
 
@@ -127,6 +144,9 @@ def timestamp_seconds(value: object) -> float:
     """An RFC 3339 timestamp (as text or as YAML's own timestamp) or plain epoch seconds, as epoch seconds.
     A timestamp without a zone is taken as UTC, the zone Kubernetes always writes."""
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        # float() of a huge int overflows: only times RFC 3339 can write are taken
+        if not -MAX_EPOCH_SECONDS <= value <= MAX_EPOCH_SECONDS:
+            raise ValueError(f"expected epoch seconds up to {MAX_EPOCH_SECONDS:.0f}, got {describe(value)}")
         return float(value)
     moment = value
     if isinstance(value, str):
@@ -153,13 +173,28 @@ def _one_of(choices: Collection[str]) -> Callable[[object], str]:
     return convert
 
 
-def _in_range(minimum: int | None, maximum: int | None) -> Callable[[object], int]:
+def _integer_text(number: int) -> str:
+    return str(number) if number.bit_length() <= _QUOTED_INT_BITS else f"a {number.bit_length()}-bit integer"
+
+
+_WIDTHS = {32: (INT32_MIN, INT32_MAX), 64: (INT64_MIN, INT64_MAX)}
+
+
+def _in_range(minimum: int | None, maximum: int | None, bits: int = 32) -> Callable[[object], int]:
+    """An integer within [minimum, maximum] and within the field's width (Kubernetes' int32 or int64)."""
+    low, high = _WIDTHS[bits]
+
     def convert(value: object) -> int:
         number = as_int(value)
         if minimum is not None and number < minimum:
-            raise ValueError(f"expected an integer >= {minimum}, got {number}")
+            raise ValueError(f"expected an integer >= {minimum}, got {_integer_text(number)}")
         if maximum is not None and number > maximum:
-            raise ValueError(f"expected an integer <= {maximum}, got {number}")
+            raise ValueError(f"expected an integer <= {maximum}, got {_integer_text(number)}")
+        if not low <= number <= high:
+            bound = f"<= {high}" if number > high else f">= {low}"
+            raise ValueError(
+                f"expected an integer {bound} (a {bits}-bit integer), got {_integer_text(number)}"
+            )
         return number
 
     return convert
@@ -241,11 +276,13 @@ class Fields:
         required: bool = False,
         minimum: int | None = None,
         maximum: int | None = None,
+        bits: int = 32,
     ) -> int:
-        return self.get(key, _in_range(minimum, maximum), default, required=required)
+        """`bits`: the field's width in Kubernetes' types (int32 unless the API says int64)."""
+        return self.get(key, _in_range(minimum, maximum, bits), default, required=required)
 
-    def optional_integer(self, key: str, *, minimum: int | None = None) -> int | None:
-        return self.get(key, _in_range(minimum, None), None)
+    def optional_integer(self, key: str, *, minimum: int | None = None, bits: int = 32) -> int | None:
+        return self.get(key, _in_range(minimum, None, bits), None)
 
     def boolean(self, key: str, default: bool = False) -> bool:
         return self.get(key, as_bool, default)

@@ -16,7 +16,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 
+from contracts.limits import MAX_QUANTITY_MILLI
+
 MILLI = 1000
+QUANTITY_RANGE = f"expected a quantity of at most {MAX_QUANTITY_MILLI} milli-units (a 64-bit integer)"
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -42,11 +45,20 @@ _DECIMAL_SUFFIXES = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
+# quantities this large are refused before their integer is built (the bound callers check is far lower)
+_HUGE_EXPONENT = 100
+_MAX_EXPONENT_CHARS = 6
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE])?$")
 
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes resource quantity."""
+
+
+def _shown(value: object) -> str:
+    """A found value as an error quotes it: a megabyte of digits is cut short."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() <= 128 else "a huge integer"
+    return text if len(text) <= 64 else f"{text[:64]}... ({len(text)} characters)"
 
 
 def parse_quantity(value: object) -> int:
@@ -64,7 +76,7 @@ def parse_quantity(value: object) -> int:
     text = str(value).strip()
     match = _QUANTITY.match(text)
     if not match:
-        raise QuantityError(f"expected a quantity such as 500m, 2, 1.5, 1Gi or 1e3, got {value!r}")
+        raise QuantityError(f"expected a quantity such as 500m, 2, 1.5, 1Gi or 1e3, got {_shown(value)}")
     number_text, suffix = match.group(1), match.group(2) or ""
     # enough digits that no quantity a person can write loses exactness
     with localcontext() as ctx:
@@ -76,9 +88,16 @@ def parse_quantity(value: object) -> int:
         if suffix in _BINARY_SUFFIXES:
             scaled = number * _BINARY_SUFFIXES[suffix]
         elif suffix[:1] in ("e", "E") and len(suffix) > 1:
-            scaled = number.scaleb(int(suffix[1:]))
+            digits = suffix[1:]
+            # an exponent far beyond any resource (or with more digits than int() reads) is clamped
+            # just past the largest one accepted, so the check below refuses it and nothing overflows
+            outside = (_HUGE_EXPONENT + 1) * (-1 if digits.startswith("-") else 1)
+            exponent = int(digits) if len(digits) <= _MAX_EXPONENT_CHARS else outside
+            scaled = number.scaleb(max(min(exponent, _HUGE_EXPONENT + 1), -_HUGE_EXPONENT - 1))
         else:
             scaled = number * _DECIMAL_SUFFIXES[suffix]
+        if scaled and scaled.adjusted() > _HUGE_EXPONENT:
+            raise QuantityError(f"{QUANTITY_RANGE}, got {_shown(value)}")
         milli = (scaled * MILLI).to_integral_value(rounding=ROUND_CEILING)
     if milli < 0:
         raise QuantityError(f"expected a non-negative quantity, got {value!r}")
