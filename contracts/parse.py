@@ -7,7 +7,6 @@ as the Kubernetes API server does; defaulting that admission webhooks would do i
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -162,7 +161,8 @@ class _DepthBounded(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.CollectionStartEvent):
             if self._depth >= MAX_NESTING_DEPTH:
-                raise TooDeep(None, None, _TOO_DEEP, self.peek_event().start_mark)
+                event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in PyYAML's stubs
+                raise TooDeep(None, None, _TOO_DEEP, event.start_mark)
             self._depth += 1
             try:
                 return super().compose_node(parent, index)
@@ -171,12 +171,16 @@ class _DepthBounded(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-@functools.cache
+_BOUNDED: dict[type[yaml.SafeLoader], type[yaml.SafeLoader]] = {}
+
+
 def _depth_bounded(loader: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
-    """`loader`, its composer bounded in depth."""
+    """`loader`, its composer bounded in depth (one class made per loader)."""
     if issubclass(loader, _DepthBounded):
         return loader
-    return type(f"DepthBounded{loader.__name__}", (_DepthBounded, loader), {})
+    if loader not in _BOUNDED:
+        _BOUNDED[loader] = type(f"DepthBounded{loader.__name__}", (_DepthBounded, loader), {})
+    return _BOUNDED[loader]
 
 
 def _documents(text: str, loader: type[yaml.SafeLoader]) -> Iterator[Any]:
