@@ -26,7 +26,7 @@ from services.admission.core.implicit_podgroup import GROUP_NAME, podgroup_for_p
 from services.admission.core.job_rules import validate_job
 from services.admission.core.job_update import validate_job_update
 from services.admission.core.mutate import mutate_job, mutate_podgroup, mutate_queue
-from services.admission.core.names import dns_label_problem, dns_subdomain_problem
+from services.admission.core.names import dns_label_problem, dns_subdomain_problem, metadata_problems
 from services.admission.core.pod_rules import validate_pod
 from services.admission.core.podgroup_rules import validate_podgroup
 from services.admission.core.priority_rules import validate_priority_class
@@ -58,6 +58,10 @@ def validate_meta(obj: ApiObject, document: str) -> list[FieldError]:
         problem = dns_label_problem(obj.meta.namespace)
         if problem:
             errors.append(FieldError(document, "metadata.namespace", f"invalid namespace: {problem}"))
+    errors.extend(
+        FieldError(document, path, problem)
+        for path, problem in metadata_problems(obj.meta.labels, obj.meta.annotations)
+    )
     return errors
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from contracts.limits import MAX_MANIFEST_BYTES
 from contracts.parse import document_name
 from services.admission import validate_cmd
 
@@ -209,3 +213,86 @@ def test_a_plain_pod_may_not_take_the_name_of_a_jobs_pod(
         (f"{taken}#1 (Pod default/train-worker-1)", "metadata.name"),
     ]
     assert run(*files(job, write(tmp_path, "free.yaml", POD % "train-worker-2"))) == 0
+
+
+# --- bounded input (contracts/limits.py) ------------------------------------------------------------
+
+
+def test_replicas_beyond_int32_are_refused_at_their_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(
+        tmp_path,
+        "job.yaml",
+        QUEUE + "---\n" + (JOB % 1).replace("replicas: 2", "replicas: 9223372036854775807"),
+    )
+    code, report = json_report(capsys, *files(path))
+    assert code == 1
+    assert [(e["path"], e["message"]) for e in report["errors"]] == [
+        (
+            "spec.tasks[0].replicas",
+            "expected an integer <= 2147483647 (a 32-bit integer), got 9223372036854775807",
+        )
+    ]
+
+
+def test_a_quantity_beyond_int64_milli_units_is_refused_at_its_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = (JOB % 1).replace("image: busybox", "image: busybox, resources: {requests: {cpu: 1e400}}")
+    code, report = json_report(capsys, *files(write(tmp_path, "job.yaml", QUEUE + "---\n" + job)))
+    assert code == 1
+    ((path, message),) = [(e["path"], e["message"]) for e in report["errors"]]
+    assert path == "spec.tasks[0].template.spec.containers[0].resources.requests.cpu"
+    assert (
+        message
+        == "expected a quantity of at most 9223372036854775807 milli-units (a 64-bit integer), got '1e400'"
+    )
+
+
+def test_pods_per_job_are_capped_by_default_and_by_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    big = write(tmp_path, "job.yaml", QUEUE + "---\n" + (JOB % 1).replace("replicas: 2", "replicas: 10001"))
+    code, report = json_report(capsys, *files(big))
+    assert code == 1 and [e["path"] for e in report["errors"]] == ["spec.tasks[0].replicas"]
+    assert "max_pods_per_job" in report["errors"][0]["message"]
+    assert run(*files(big), "--max-pods-per-job", "20000", "--max-pods-per-request", "20000") == 0
+    capsys.readouterr()
+    assert run(*files(big), "--max-pods-per-job", "0") == validate_cmd.EXIT_USAGE
+    assert "max_pods_per_job" in capsys.readouterr().err
+
+
+def test_a_file_larger_than_one_request_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "queue.yaml", QUEUE + "#" * MAX_MANIFEST_BYTES)
+    code, report = json_report(capsys, *files(path))
+    assert code == 1
+    assert [(e["document"], e["path"]) for e in report["errors"]] == [(str(path), "")]
+    assert f"admission takes at most {MAX_MANIFEST_BYTES}" in report["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("name", "opening", "closing"), [("deep.yaml", "a: ", "\n"), ("deep.json", '{"a": ', "}")]
+)
+def test_deeply_nested_documents_get_a_clear_error_and_no_traceback(
+    tmp_path: Path, name: str, opening: str, closing: str
+) -> None:
+    text = opening + "[" * 100_000 + "]" * 100_000 + closing
+    path = write(tmp_path, name, text)
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli.main", "validate", "-f", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert done.returncode == validate_cmd.EXIT_INVALID, done.stderr
+    assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
+    # the top mapping is the first level, so the 100th bracket is one too many
+    assert done.stdout == (
+        f"{path}#1: document too deep at line 1, column {len(opening) + 100}: mappings and lists nest more "
+        "than 100 levels deep; lahar reads at most that\n"
+    )
