@@ -13,7 +13,8 @@ default "request"); `traceparent` makes the request's span a child of the caller
 
 Every reply is JSON {"accepted", "code", "dry_run", "objects": [{kind, namespace, name, action}],
 "errors": [{document, path, message}], "seq"}; code is one of ok, invalid, conflict, unavailable, error.
-A refused request writes nothing.
+A refused request writes nothing. A reply lists as many errors as fit the bus's max payload
+(core/rejection_size.py), so every request is answered, however much was wrong with it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import nats.errors
 import structlog
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -33,11 +35,21 @@ from opentelemetry.trace import SpanKind
 
 from contracts.errors import FieldError
 from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, Command, ObjectMeta, OwnerReference
+from contracts.parse_fields import describe
 from services.admission.context_core import Plan
 from services.admission.core.command_rules import ACTIONS_BY_KIND
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import COMMAND, DELETE, UPDATE, Request
-from services.admission.intake import Conflict, Invalid, Unavailable, apply_requests, parse_manifests
+from services.admission.core.rejection_size import fit_errors
+from services.admission.intake import (
+    HEADERS_ALLOWANCE,
+    Conflict,
+    Invalid,
+    Unavailable,
+    apply_requests,
+    parse_manifests,
+    too_large_to_write,
+)
 from services.admission.port import AdmissionPort
 from shared.bus.errors import BusError
 from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context
@@ -68,7 +80,7 @@ _KINDS = {kind.lower(): kind for kind in API_VERSIONS}
 def _field(body: Mapping[str, Any], name: str, *, required: bool = True) -> str:
     value = body.get(name, "")
     if not isinstance(value, str) or (required and not value):
-        raise Invalid([FieldError(REQUEST, name, f"expected a non-empty string, got {value!r}")])
+        raise Invalid([FieldError(REQUEST, name, f"expected a non-empty string, got {describe(value)}")])
     return value
 
 
@@ -86,7 +98,7 @@ def _kind(value: str, path: str) -> str:
     kind = _KINDS.get(value.lower())
     if kind is None:
         raise Invalid(
-            [FieldError(REQUEST, path, f"expected one of {', '.join(API_VERSIONS)}, got {value!r}")]
+            [FieldError(REQUEST, path, f"expected one of {', '.join(API_VERSIONS)}, got {describe(value)}")]
         )
     return kind
 
@@ -109,7 +121,7 @@ def command_requests(body: Mapping[str, Any]) -> Callable[[ClusterContext], list
     volcano, kind = ACTIONS.get(action.lower(), (action, implied))
     target = body.get("target_kind") or kind or "Job"
     if not isinstance(target, str):
-        raise Invalid([FieldError(REQUEST, "target_kind", f"expected Job or Queue, got {target!r}")])
+        raise Invalid([FieldError(REQUEST, "target_kind", f"expected Job or Queue, got {describe(target)}")])
     target_kind = _kind(target, "target_kind")
     command = Command(
         meta=ObjectMeta("", namespace),
@@ -123,7 +135,7 @@ def _queue_update(body: Mapping[str, Any], name: str) -> Callable[[ClusterContex
     """vcctl queue operate -a update -w N: a merge patch of the queue's weight."""
     weight = body.get("weight")
     if isinstance(weight, bool) or not isinstance(weight, int) or weight <= 0:
-        raise Invalid([FieldError(REQUEST, "weight", f"expected an integer > 0, got {weight!r}")])
+        raise Invalid([FieldError(REQUEST, "weight", f"expected an integer > 0, got {describe(weight)}")])
     document = f"Queue {name}"
 
     def build(context: ClusterContext) -> list[Request]:
@@ -136,11 +148,18 @@ def _queue_update(body: Mapping[str, Any], name: str) -> Callable[[ClusterContex
 
 
 def reply(
-    plan: Plan | None, *, code: str, dry_run: bool, seq: int = 0, errors: Sequence[FieldError] = ()
+    plan: Plan | None,
+    *,
+    code: str,
+    dry_run: bool,
+    seq: int = 0,
+    errors: Sequence[FieldError] = (),
+    max_bytes: int | None = None,
 ) -> dict[str, Any]:
+    """The reply; with max_bytes, it lists only as many errors as keep its JSON within that size."""
     accepted = plan is not None and plan.accepted
     found = list(errors) or (list(plan.errors) if plan is not None else [])
-    return {
+    answer: dict[str, Any] = {
         "accepted": accepted,
         "code": code if not accepted else "ok",
         "dry_run": dry_run,
@@ -148,9 +167,24 @@ def reply(
             {"kind": o.kind, "namespace": o.namespace, "name": o.name, "action": o.action}
             for o in (plan.outcomes if plan is not None else ())
         ],
-        "errors": [{"document": e.document, "path": e.path, "message": e.message} for e in found],
+        "errors": _listed(found),
         "seq": seq,
     }
+    if max_bytes is not None and found:
+
+        def size(listed: Sequence[FieldError]) -> int:
+            return len(json.dumps({**answer, "errors": _listed(listed)}).encode())
+
+        answer["errors"] = _listed(fit_errors(found, size, max_bytes, REQUEST))
+    return answer
+
+
+def _listed(errors: Sequence[FieldError]) -> list[dict[str, str]]:
+    return [{"document": e.document, "path": e.path, "message": e.message} for e in errors]
+
+
+def encode_reply(answer: Mapping[str, Any]) -> bytes:
+    return json.dumps(answer).encode()
 
 
 class ApiServer:
@@ -183,14 +217,26 @@ class ApiServer:
             try:
                 answer = await self.answer(verb, msg.data, dict(msg.headers or {}))
                 if msg.reply:
-                    await msg.respond(json.dumps(answer).encode())
-            except Exception:  # a request must never take the subscription down
+                    await msg.respond(encode_reply(answer))
+            except Exception as exc:  # a request must never take the subscription down
                 log.exception("admission request failed", verb=verb)
+                await self._answer_failure(msg, exc)
             finally:
                 self._inflight -= 1
                 self.port.progressed()
 
         return handle
+
+    async def _answer_failure(self, msg: Msg, exc: Exception) -> None:
+        """Tell the caller the request failed rather than let it wait for a reply that never comes."""
+        if not msg.reply:
+            return
+        message = f"admission failed on this request: {type(exc).__name__}"
+        answer = reply(None, code="error", dry_run=False, errors=[FieldError(REQUEST, "", message)])
+        try:
+            await msg.respond(encode_reply(answer))
+        except Exception:
+            log.exception("admission could not answer a request")
 
     async def answer(self, verb: str, data: bytes, headers: Mapping[str, str]) -> dict[str, Any]:
         """The reply to one request, inside a span that the accepted events carry."""
@@ -229,9 +275,10 @@ class ApiServer:
         self, verb: str, data: bytes, request_id: str, dry_run: bool, source: str
     ) -> dict[str, Any]:
         limit = self.port.max_request_bytes
+        room = self.port.bus.nc.max_payload - HEADERS_ALLOWANCE
         try:
             if verb == "apply":
-                build = apply_requests(parse_manifests(data, source or REQUEST, limit))
+                build = apply_requests(parse_manifests(data, source or REQUEST, limit, self.port.pod_caps))
             elif len(data) > limit:
                 message = f"the request is {len(data)} bytes, the limit is {limit}"
                 raise Invalid([FieldError(REQUEST, "", message)])
@@ -241,15 +288,18 @@ class ApiServer:
                 build = command_requests(_json_object(data))
             submitted = await self.port.submit(build, request_id, dry_run=dry_run)
         except Invalid as exc:
-            return reply(None, code="invalid", dry_run=dry_run, errors=exc.errors)
+            return reply(None, code="invalid", dry_run=dry_run, errors=exc.errors, max_bytes=room)
         except Conflict as exc:
             return reply(None, code="conflict", dry_run=dry_run, errors=[FieldError(REQUEST, "", str(exc))])
         except (Unavailable, BusError) as exc:
             return reply(
                 None, code="unavailable", dry_run=dry_run, errors=[FieldError(REQUEST, "", str(exc))]
             )
+        except nats.errors.MaxPayloadError:
+            error = too_large_to_write(source or REQUEST, self.port.bus.nc.max_payload)
+            return reply(None, code="invalid", dry_run=dry_run, errors=[error])
         except Exception as exc:  # a bug: the caller still gets an answer, the log the traceback
             log.exception("admission could not decide a request", verb=verb, request_id=request_id)
             message = f"admission failed on this request: {type(exc).__name__}: {exc}"
             return reply(None, code="error", dry_run=dry_run, errors=[FieldError(REQUEST, "", message)])
-        return reply(submitted.plan, code="invalid", dry_run=dry_run, seq=submitted.seq)
+        return reply(submitted.plan, code="invalid", dry_run=dry_run, seq=submitted.seq, max_bytes=room)

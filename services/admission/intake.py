@@ -6,11 +6,13 @@ errors both report (`Invalid`, `Unavailable`, `Conflict`).
 
 A valid manifest becomes the same events an apply request makes. An invalid one - bad YAML, an unknown
 kind, invalid fields, an unknown queue, too large, not text at all - becomes one `ManifestRejected`
-event listing every error and naming the source, since no one waits for a reply. Either way the message
-is then acknowledged. Only a transient failure (the log did not take the write, the object changed
-twice under admission) leaves it unacknowledged, to be delivered again later. A message whose handling
-raises is tried a few times, then moved to LAHAR_DEADLETTER (docs/reliability.md), as is one whose
-transient failure outlasts its deliveries; either way with a ManifestRejected where one can be written.
+event listing every error and naming the source, since no one waits for a reply; it lists as many
+errors as fit the bus's max payload (core/rejection_size.py). Either way the message is then
+acknowledged. Only a transient failure (the log did not take the write, the object changed twice under
+admission) leaves it unacknowledged, to be delivered again later. A message whose handling raises
+(say, its rejection cannot be published) is tried a few times, then moved to LAHAR_DEADLETTER
+(docs/reliability.md), as is one whose transient failure outlasts its deliveries; either way with a
+ManifestRejected where one can be written.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ from contracts.objects import ApiObject
 from contracts.parse import parse_documents
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import APPLY, Request, manifest_rejected
+from services.admission.core.pod_caps import PodCaps, pod_cap_errors
+from services.admission.core.rejection_size import fit_errors
 from services.admission.port import AdmissionPort
 from services.admission.submission import Submission, Submitted
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
-from shared.bus.envelope import Envelope
+from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.errors import BusError
 from shared.bus.jetstream import MAX_BATCH_MESSAGES
 from shared.bus.poison import error_text, move_to_dead_letters
@@ -53,7 +57,8 @@ _FETCH_WAIT_S = 0.5  # bounds how long a stop request waits for the fetch loop
 _RETRY_DELAY_S = 1.0
 _MAX_DELIVER = 20
 _ATTEMPTS = 3  # a manifest whose handling raised this often goes to the dead letters
-MAX_LISTED_ERRORS = 100  # keeps a rejection of a huge garbage manifest a small event
+# room left in a message for its headers (message id, trace context, compare-and-set guard)
+HEADERS_ALLOWANCE = 4096
 
 
 class Unavailable(RuntimeError):
@@ -63,6 +68,17 @@ class Unavailable(RuntimeError):
 
 class Conflict(Unavailable):
     """The object changed under two consecutive decisions; nothing was written."""
+
+
+# what writing a decided submission's events can fail with that writing them again would not mend: an
+# event the bus will not carry (larger than its max payload), a payload MessagePack cannot hold
+UNWRITABLE = (nats.errors.MaxPayloadError, EnvelopeError)
+
+
+def too_large_to_write(source: str, max_payload: int) -> FieldError:
+    """Why a manifest admission accepted is refused after all: its events do not fit a bus message."""
+    message = f"its events would be larger than the {max_payload} bytes a bus message holds; make it smaller"
+    return FieldError(source, "", message)
 
 
 class Invalid(ValueError):
@@ -83,9 +99,9 @@ class _NoAliases(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def parse_manifests(data: bytes, source: str, max_bytes: int) -> list[tuple[str, ApiObject]]:
+def parse_manifests(data: bytes, source: str, max_bytes: int, caps: PodCaps) -> list[tuple[str, ApiObject]]:
     """Every object of a manifest text, each with its document name ("<source>#<n> (<Kind> <key>)"), or
-    Invalid listing every problem of every document."""
+    Invalid listing every problem of every document, including pods beyond `caps`."""
     if len(data) > max_bytes:
         raise Invalid(
             [FieldError(source, "", f"the manifest is {len(data)} bytes, the limit is {max_bytes}")]
@@ -102,6 +118,7 @@ def parse_manifests(data: bytes, source: str, max_bytes: int) -> list[tuple[str,
         errors.append(
             FieldError(source, "", f"{len(loaded)} objects in one request; at most {MAX_BATCH_MESSAGES}")
         )
+    errors.extend(pod_cap_errors(loaded, caps, source))
     if errors:
         raise Invalid(errors)
     return loaded
@@ -202,9 +219,10 @@ class IntakeConsumer:
                     if manifest.delivery.num_delivered >= _MAX_DELIVER:  # never delivered again: move it
                         await self._give_up(manifest, outcome, "retries_exhausted")
                         continue
-                elif isinstance(outcome, Exception):
+                elif isinstance(outcome, Exception) and not isinstance(outcome, nats.errors.MaxPayloadError):
                     await self._failed(manifest, outcome)
                     continue
+                # accepted, refused, or too large for the bus whenever it comes: a rejection says so
                 await self._settle(manifest, outcome)
             except Exception as exc:  # the error boundary of one message: it cannot stop the intake
                 await self._failed(manifest, exc)
@@ -278,7 +296,7 @@ class IntakeConsumer:
             span.set_attribute(JOB_ATTRIBUTE, f"{ref.namespace}/{ref.name}")
         manifest = _Manifest(delivery, source, request_id, ref, span)
         try:
-            documents = parse_manifests(record.data, source, port.max_request_bytes)
+            documents = parse_manifests(record.data, source, port.max_request_bytes, port.pod_caps)
         except Invalid as exc:
             manifest.errors = exc.errors
         except Exception as exc:  # a bug must not wedge the stream: the producer learns of it
@@ -295,6 +313,8 @@ class IntakeConsumer:
         errors: Sequence[FieldError] = manifest.errors
         if isinstance(outcome, Submitted):
             errors = outcome.plan.errors
+        elif isinstance(outcome, nats.errors.MaxPayloadError):
+            errors = [too_large_to_write(manifest.source, self.port.bus.nc.max_payload)]
         elif isinstance(outcome, Exception) and not isinstance(outcome, Unavailable | BusError):
             log.error("admission failed on an intake manifest", source=manifest.source, error=repr(outcome))
             errors = [FieldError(manifest.source, "", f"admission failed on this manifest: {outcome!r}")]
@@ -325,20 +345,23 @@ class IntakeConsumer:
         <namespace>/<name>, or intake-<seq> when the subject names none)."""
         namespace, name = (ref.namespace, ref.name) if ref is not None else (None, f"intake-{seq}")
         key = f"{namespace}/{name}" if namespace is not None else name
-        if len(errors) > MAX_LISTED_ERRORS:
-            more = FieldError(source, "", f"and {len(errors) - MAX_LISTED_ERRORS} more errors")
-            errors = [*errors[:MAX_LISTED_ERRORS], more]
-        envelope = Envelope.create(
-            "ManifestRejected",
-            time=self.port.clock(),
-            producer=self.port.producer,
-            correlation_id=key,
-            payload=manifest_rejected(errors, source),
-            # not derived_event_id(request_id, 0): that is the id of the first event should the same
-            # message be accepted when delivered again (say, once its queue exists)
-            id=deterministic_id(CONSUMER, "ManifestRejected", request_id),
-            causation_id=request_id,
-            **trace_fields(),
-        )
+        now, trace = self.port.clock(), trace_fields()
+
+        def rejection(listed: Sequence[FieldError]) -> Envelope:
+            return Envelope.create(
+                "ManifestRejected",
+                time=now,
+                producer=self.port.producer,
+                correlation_id=key,
+                payload=manifest_rejected(listed, source),
+                # not derived_event_id(request_id, 0): that is the id of the first event should the same
+                # message be accepted when delivered again (say, once its queue exists)
+                id=deterministic_id(CONSUMER, "ManifestRejected", request_id),
+                causation_id=request_id,
+                **trace,
+            )
+
+        room = self.port.bus.nc.max_payload - HEADERS_ALLOWANCE
+        envelope = rejection(fit_errors(errors, lambda listed: len(rejection(listed).encode()), room, source))
         subject = event_subject(REJECTION_KIND, namespace, name, envelope.type, envelope.producer)
         await self.port.bus.publish(envelope, subject)

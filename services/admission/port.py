@@ -16,6 +16,7 @@ from opentelemetry.trace import Tracer
 
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import Request
+from services.admission.core.pod_caps import PodCaps
 from services.admission.metrics import AdmissionMetrics
 from services.admission.submission import Submission, Submitted
 from shared.bus.jetstream import Bus
@@ -43,3 +44,4 @@ class AdmissionPort:
     clock: Callable[[], float]
     producer: str  # the producer of the events written (the service's name)
     max_request_bytes: int  # larger requests and manifests are refused
+    pod_caps: PodCaps  # the pods a Job, and a request, may make

@@ -24,11 +24,13 @@ import structlog
 from opentelemetry.context import Context
 from opentelemetry.trace import Tracer
 
+from contracts.limits import MAX_MANIFEST_BYTES, MAX_PODS_PER_JOB, MAX_PODS_PER_REQUEST
 from services.admission.api import ApiServer
 from services.admission.context_core import AdmissionViewCore, Plan, View, Write, plan, plan_in
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import Request
-from services.admission.intake import Conflict, IntakeConsumer, Unavailable
+from services.admission.core.pod_caps import PodCaps
+from services.admission.intake import UNWRITABLE, Conflict, IntakeConsumer, Unavailable
 from services.admission.job_secrets import jobs_needing_keys, with_key_pairs
 from services.admission.keygen import KEYGEN, KeyGenerationError, generate_key_pair
 from services.admission.metrics import AdmissionMetrics
@@ -45,14 +47,14 @@ from shared.telemetry.tracing import trace_fields
 
 log = structlog.get_logger(__name__)
 
-MiB = 1024 * 1024
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AdmissionConfig(RunnerConfig):
     """Admission: validates and defaults API requests and intake manifests, appends the accepted events."""
 
-    max_request_bytes: int = MiB  # larger requests and intake manifests are refused
+    max_request_bytes: int = MAX_MANIFEST_BYTES  # larger requests and intake manifests are refused
+    max_pods_per_job: int = MAX_PODS_PER_JOB  # a Job whose replicas add up to more is refused
+    max_pods_per_request: int = MAX_PODS_PER_REQUEST  # so is a request (or intake message) making more
     catch_up_timeout_s: float = 5.0  # how long a request waits for the view to reach the log's end
     intake: bool = True  # consume LAHAR_INTAKE
     intake_batch: int = 32  # intake messages fetched at once
@@ -66,7 +68,12 @@ class AdmissionConfig(RunnerConfig):
             problems.append(f"catch_up_timeout_s: expected a positive number, got {self.catch_up_timeout_s}")
         if self.intake_batch < 1:
             problems.append(f"intake_batch: expected an integer >= 1, got {self.intake_batch}")
+        problems.extend(self.pod_caps.problems())
         return problems
+
+    @property
+    def pod_caps(self) -> PodCaps:
+        return PodCaps(self.max_pods_per_job, self.max_pods_per_request)
 
 
 class AdmissionService(EventSourcedService[View]):
@@ -101,6 +108,7 @@ class AdmissionService(EventSourcedService[View]):
             clock=clock,
             producer=self.core.name,
             max_request_bytes=config.max_request_bytes,
+            pod_caps=config.pod_caps,
         )
         self.api = ApiServer(port)
         self.intake = (
@@ -231,7 +239,8 @@ class AdmissionService(EventSourcedService[View]):
             if isinstance(done, ConcurrencyConflict):
                 self.admission_metrics.conflicts.inc()
                 results[index] = Conflict(f"{done}; the object changed concurrently, retry")
-            elif isinstance(done, Unavailable | BusError):
+            elif isinstance(done, (Unavailable, BusError, *UNWRITABLE)):
+                # this submission's outcome (to retry, or to refuse); the others of the batch get theirs
                 results[index] = done
             elif isinstance(done, BaseException):
                 raise done

@@ -13,13 +13,16 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import nats.errors
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from support.waiting import Eventually
 
+from contracts.bus_messages import DeadLetter
 from services.admission.service import AdmissionConfig, AdmissionService
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
+from shared.bus.poison import read_dead_letters
 from shared.bus.streams import events_stream, intake_stream
 from shared.bus.subjects import EVENTS_STREAM, INTAKE_STREAM, intake_subject
 from shared.servers import EtcdServer, NatsServer, free_port
@@ -399,3 +402,143 @@ async def test_each_request_is_a_span_and_its_events_are_its_children(bus: Bus, 
         _, trace_id, span_id, _ = (envelope.traceparent or "").split("-")
         assert (int(trace_id, 16), int(span_id, 16)) == (span.context.trace_id, span.context.span_id)
     assert intake.parent is None  # a producer without a trace: the job's trace starts at admission
+
+
+# --- bounded input: no message stops admission, every request is answered ---------------------------
+
+MEGABYTE_KIND = "K" * 1_000_000  # quoted whole, twice, its rejection was twice NATS's max payload
+
+
+def manifest_of_kind(kind: str) -> str:
+    return f"apiVersion: v1\nkind: {kind}\nmetadata: {{name: huge}}\n"
+
+
+async def settled(bus: Bus, admission: AdmissionService) -> bool:
+    info = await bus.jsm.stream_info(INTAKE_STREAM)
+    return info.state.messages == 0 and await admission.idle()
+
+
+async def test_a_megabyte_kind_on_the_intake_is_rejected_in_a_bounded_event_and_admission_stays_up(
+    bus: Bus, make: Make, eventually: Eventually
+) -> None:
+    admission = make()  # the default max_request_bytes, 1 MiB: the message is admitted to be read
+    await admission.run_until_idle(15)
+    await bus.js.publish(intake_subject("job", "default", "huge"), manifest_of_kind(MEGABYTE_KIND).encode())
+    await bus.js.publish(intake_subject("job", "default", "train"), job_yaml().encode())
+    await eventually(lambda: settled(bus, admission), what="both intake messages settled")
+
+    log = await events(bus)
+    assert [t for _, t, _ in log] == ["ManifestRejected", "JobSubmitted"]  # the next one was admitted
+    subject, _, rejected = log[0]
+    assert subject == f"{REJECTED}.default.huge"
+    (error,) = rejected.payload["errors"]
+    assert error["path"] == "kind" and "(1000000 characters)" in error["message"]
+    assert len(rejected.encode()) < 2_000  # the megabyte is quoted as 64 characters and its length
+    assert admission.health()["ok"] and admission.intake is not None
+    assert admission.admission_metrics.intake.labels("rejected").value == 1
+
+
+@pytest.mark.parametrize(
+    ("manifest", "path", "fragment"),
+    [
+        (
+            job_yaml(replicas=9223372036854775807),
+            "spec.tasks[0].replicas",
+            "<= 2147483647 (a 32-bit integer)",
+        ),
+        (job_yaml(replicas=10_001), "spec.tasks[0].replicas", "max_pods_per_job"),
+        (
+            job_yaml().replace("cpu: 500m", "cpu: 1e400"),
+            "spec.tasks[0].template.spec.containers[0].resources.requests.cpu",
+            "at most 9223372036854775807 milli-units",
+        ),
+    ],
+    ids=["replicas-int64", "replicas-over-the-cap", "cpu-1e400"],
+)
+async def test_values_too_large_are_refused_with_their_field_by_the_api_and_the_intake(
+    bus: Bus, admission: AdmissionService, eventually: Eventually, manifest: str, path: str, fragment: str
+) -> None:
+    answer = await request(bus, "apply", manifest)
+    assert answer["code"] == "invalid" and not answer["accepted"], answer  # not "error": no internal failure
+    assert [(e["path"], fragment in e["message"]) for e in answer["errors"]] == [(path, True)], answer
+
+    await bus.js.publish(intake_subject("job", "default", "train"), manifest.encode())
+    await eventually(lambda: settled(bus, admission), what="the intake message settled")
+    ((subject, kind, rejected),) = await events(bus)  # nothing reaches the job-controller
+    assert (subject, kind) == (f"{REJECTED}.default.train", "ManifestRejected")
+    assert [(e["path"], fragment in e["message"]) for e in rejected.payload["errors"]] == [(path, True)]
+
+
+async def test_requests_whose_rejection_would_exceed_the_max_payload_get_a_bounded_reply(
+    bus: Bus, make: Make
+) -> None:
+    admission = make()
+    await admission.run_until_idle(15)
+    limit = bus.nc.max_payload
+    huge_kind = await bus.nc.request("lahar.api.apply", manifest_of_kind(MEGABYTE_KIND).encode(), timeout=10)
+    huge_name = await bus.nc.request(
+        "lahar.api.delete", json.dumps({"kind": "Job", "name": "n" * 1_000_000}).encode(), timeout=10
+    )
+    # a thousand documents, each with a hundred errors: far more than one reply holds
+    bad_tasks = "".join(f"    - {{name: T{i}, replicas: -1}}\n" for i in range(100))
+    bad_job = "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  tasks:\n"
+    many_errors = await bus.nc.request(
+        "lahar.api.apply", "---\n".join([bad_job + bad_tasks] * 300).encode(), timeout=10
+    )
+    for reply in (huge_kind, huge_name, many_errors):
+        assert len(reply.data) < limit // 2
+        answer = json.loads(reply.data)
+        assert answer["code"] == "invalid" and answer["errors"], answer
+    assert json.loads(huge_kind.data)["errors"][0]["path"] == "kind"
+    assert json.loads(huge_name.data)["errors"][0]["path"] == "metadata.name"
+    listed = json.loads(many_errors.data)["errors"]
+    assert len(listed) == 101 and listed[-1]["message"].startswith("and ")  # 100 and how many more
+    assert admission.health()["ok"]
+
+
+async def test_an_intake_rejection_that_cannot_be_published_ends_in_the_dead_letters_not_a_crash(
+    bus: Bus, admission: AdmissionService, eventually: Eventually, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish = bus.publish
+
+    async def refuse_rejections(envelope: Envelope, subject: str, **kwargs: Any) -> Any:
+        if envelope.type == "ManifestRejected":  # as NATS refuses a message over its max payload
+            raise nats.errors.MaxPayloadError
+        return await publish(envelope, subject, **kwargs)
+
+    monkeypatch.setattr(bus, "publish", refuse_rejections)
+    lost = job_yaml("lost", queue="nowhere").encode()
+    await bus.js.publish(intake_subject("job", "default", "lost"), lost)
+    await bus.js.publish(intake_subject("job", "default", "train"), job_yaml().encode())
+
+    async def dead_lettered() -> list[DeadLetter] | None:
+        letters = [letter for _, letter in await read_dead_letters(bus)]
+        return letters if letters and await settled(bus, admission) else None
+
+    (letter,) = await eventually(dead_lettered, what="the unrejectable manifest dead-lettered", timeout_s=20)
+    assert (letter.data, letter.reason, letter.error_type) == (lost, "handling_failed", "MaxPayloadError")
+    assert [t for _, t, _ in await events(bus)] == ["JobSubmitted"]  # the next manifest was admitted
+    assert admission.admission_metrics.intake.labels("dead_letter").value == 1
+    assert admission.health()["ok"]
+
+
+async def test_a_valid_manifest_whose_event_would_not_fit_a_message_is_refused_not_fatal(
+    bus: Bus, make: Make, eventually: Eventually
+) -> None:
+    admission = make()
+    await admission.run_until_idle(15)
+    # within max_request_bytes, but its JobSubmitted (the job, defaulted) is larger than a message holds
+    padding = "x" * (bus.nc.max_payload - len(job_yaml()) - 200)
+    manifest = job_yaml().replace('command: [sleep, "1"]', f'command: [sleep, "1", "{padding}"]')
+    assert len(manifest) < bus.nc.max_payload
+    answer = await request(bus, "apply", manifest)
+    assert answer["code"] == "invalid" and "bytes a bus message holds" in answer["errors"][0]["message"]
+
+    await bus.js.publish(intake_subject("job", "default", "train"), manifest.encode())
+    await bus.js.publish(intake_subject("job", "default", "next"), job_yaml("next").encode())
+    await eventually(lambda: settled(bus, admission), what="both intake messages settled")
+    log = await events(bus)
+    assert sorted(t for _, t, _ in log) == ["JobSubmitted", "ManifestRejected"]
+    rejected = next(e for _, t, e in log if t == "ManifestRejected")
+    assert "bytes a bus message holds" in rejected.payload["errors"][0]["message"]
+    assert admission.health()["ok"]
