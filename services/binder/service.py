@@ -10,6 +10,9 @@ Beside the event loop over BinderShellCore the leader runs:
 - the node read model writer (nodes with their readiness, batched, fenced by the term).
 Every instance listens to heartbeats (core NATS `lahar.hb.>`, see shared.bus.heartbeats) and feeds
 them to liveness; `watch_from` is called at start and on taking over, since heartbeats are not in the log.
+It also listens to its own connection: while it is down the binder judges no node (`deaf`), and once it
+is back, or after the client dropped messages, every node gets a fresh timeout (`heard_all`), so that
+nodes are judged only on time during which the binder could hear them.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from services.scheduler.publish import PUBLISHED_AT_HEADER
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.errors import BusError
 from shared.bus.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
-from shared.bus.jetstream import MAX_BATCH_MESSAGES, Bus
+from shared.bus.jetstream import MAX_BATCH_MESSAGES, Bus, ConnectionChange
 from shared.bus.poison import error_text, move_to_dead_letters
 from shared.bus.streams import deadletter_stream, plans_stream
 from shared.bus.subjects import PLANS_STREAM, event_subject
@@ -109,6 +112,7 @@ class BinderService(EventSourcedService[BinderShellState]):
         self._applied = asyncio.Event()  # set whenever the loop finished a unit of work
         if self.seat is None:
             self._lead.set()
+        bus.on_connection_change(self._hearing_changed)
 
     def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
         return [self._consume_plans(), self._listen_heartbeats(), self._write_nodes()]
@@ -120,6 +124,7 @@ class BinderService(EventSourcedService[BinderShellState]):
             "plans_in_flight": len(self.state.core.inflight),
             "nodes": len(nodes),
             "nodes_ready": sum(entry.ready for entry in nodes.values()),
+            "hearing_heartbeats": self.state.core.liveness.deaf_since is None,
         }
 
     async def idle(self) -> bool:
@@ -152,6 +157,17 @@ class BinderService(EventSourcedService[BinderShellState]):
         super()._leadership_changed(leading)
 
     # --- heartbeats ----------------------------------------------------------------------------------
+    def _hearing_changed(self, change: ConnectionChange) -> None:
+        """What the connection's changes mean to liveness: silence heard while the binder was cut off
+        (or while heartbeats were dropped on their way to it) is not held against any node."""
+        now = self.clock()
+        if change == "disconnected":
+            log.warning("cannot hear heartbeats: judging no node until the connection is back")
+            self.state.core = self.binder.deaf(self.state.core, now)
+        else:
+            log.info("hearing heartbeats again: every node gets a fresh timeout", after=change)
+            self.state.core = self.binder.heard_all(self.state.core, now)
+
     async def _listen_heartbeats(self) -> None:
         sub = await self.bus.nc.subscribe(HEARTBEAT_FILTER, cb=self._heartbeat)
         try:

@@ -18,7 +18,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import nats
 import nats.errors
@@ -85,15 +85,36 @@ def _headers(
     return headers
 
 
+# What a connection listener is told: the connection dropped, it is back (subscriptions renewed), or
+# the client dropped messages of a subscription that could not keep up (a slow consumer).
+ConnectionChange = Literal["disconnected", "reconnected", "dropped"]
+ConnectionListener = Callable[[ConnectionChange], None]
+
+
 class Bus:
     """A NATS connection with JetStream publishing, consuming and replay for lahar envelopes."""
 
-    def __init__(self, nc: NatsClient, *, request_timeout_s: float = 5.0, publish_attempts: int = 3) -> None:
+    def __init__(
+        self,
+        nc: NatsClient,
+        *,
+        request_timeout_s: float = 5.0,
+        publish_attempts: int = 3,
+        listeners: list[ConnectionListener] | None = None,
+    ) -> None:
         self.nc = nc
         self.js = nc.jetstream(timeout=request_timeout_s)
         self.jsm = nc.jsm(timeout=request_timeout_s)
         self.request_timeout_s = request_timeout_s
         self.publish_attempts = publish_attempts
+        # told of the connection's changes when the bus was made by `connect` (which wires the client's
+        # callbacks to them); a bus around a client connected elsewhere tells them nothing
+        self._listeners = [] if listeners is None else listeners
+
+    def on_connection_change(self, listener: ConnectionListener) -> None:
+        """Call `listener` whenever the connection drops, comes back or drops messages: whoever judges
+        others by what it hears (the binder's failure detector) must know when it could not hear."""
+        self._listeners.append(listener)
 
     @classmethod
     async def connect(
@@ -104,10 +125,24 @@ class Bus:
         request_timeout_s: float = 5.0,
         reconnect_wait_s: float = 0.5,
     ) -> Bus:
-        """Connect, reconnecting forever after the connection drops (a service outlives server restarts)."""
+        """Connect, reconnecting forever after the connection drops (a service outlives server restarts).
+        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer."""
+        listeners: list[ConnectionListener] = []
+
+        def tell(change: ConnectionChange) -> None:
+            for listener in list(listeners):
+                listener(change)
 
         async def on_error(exc: Exception) -> None:
+            if isinstance(exc, nats.errors.SlowConsumerError):
+                tell("dropped")
             log.warning("nats connection error", error=repr(exc))
+
+        async def on_disconnected() -> None:
+            tell("disconnected")
+
+        async def on_reconnected() -> None:
+            tell("reconnected")
 
         nc = await nats.connect(
             servers=[servers] if isinstance(servers, str) else list(servers),
@@ -116,8 +151,10 @@ class Bus:
             reconnect_time_wait=reconnect_wait_s,
             max_reconnect_attempts=-1,
             error_cb=on_error,
+            disconnected_cb=on_disconnected,
+            reconnected_cb=on_reconnected,
         )
-        return cls(nc, request_timeout_s=request_timeout_s)
+        return cls(nc, request_timeout_s=request_timeout_s, listeners=listeners)
 
     async def close(self) -> None:
         await self.nc.close()

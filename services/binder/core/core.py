@@ -234,6 +234,17 @@ class BinderCore:
         live.watch_from(state.liveness, now)
         return state
 
+    def deaf(self, state: BinderState, now: float) -> BinderState:
+        """Call when this binder stops hearing heartbeats (its connection dropped): nobody is judged."""
+        live.deaf(state.liveness, now)
+        return state
+
+    def heard_all(self, state: BinderState, now: float) -> BinderState:
+        """Call when it can hear again (reconnected, or heartbeats were dropped on their way to it):
+        every node's silence counts from `now`."""
+        live.heard_all(state.liveness, now)
+        return state
+
     def dump(self, state: BinderState) -> bytes:
         data = {
             "ledger": ledger_to_plain(state.ledger),

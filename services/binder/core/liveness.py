@@ -5,6 +5,12 @@ A node is stale when its latest sign of life (a heartbeat, its registration, or 
 started watching) is older than the timeout. Starting to watch counts as a sign of life because
 heartbeats are not in the log: a binder that just took over has heard nothing yet, and must give every
 node a full timeout before declaring it lost.
+
+A node is judged only on time during which the binder could hear it. Silence heard while the binder
+itself was cut off (its NATS connection down, heartbeats dropped on their way to it) says nothing about
+the node: while the binder is `deaf` no node is stale, and once it can hear again (`heard_all`) every
+node's silence counts from that moment, as after a take-over. A node that really stopped is then
+declared lost one timeout after the binder could hear again.
 """
 
 from __future__ import annotations
@@ -24,7 +30,11 @@ NODE_LOST = "NodeLost"
 @dataclass(slots=True)
 class Liveness:
     heartbeats: dict[str, float] = field(default_factory=dict)  # node -> time of its latest heartbeat
+    # since when every node's silence counts: this binder started watching or could hear again
     watching_since: float = 0.0
+    # since when this binder cannot hear heartbeats (None: it can); this process's own fact, never
+    # checkpointed: a process that starts has just connected
+    deaf_since: float | None = None
 
 
 def heartbeat(liveness: Liveness, node: str, now: float) -> None:
@@ -36,11 +46,27 @@ def watch_from(liveness: Liveness, now: float) -> None:
     liveness.watching_since = now
 
 
+def deaf(liveness: Liveness, now: float) -> None:
+    """Call when this binder stops being able to hear heartbeats (its connection dropped)."""
+    if liveness.deaf_since is None:
+        liveness.deaf_since = now
+
+
+def heard_all(liveness: Liveness, now: float) -> None:
+    """Call when this binder can hear again after it could not (reconnected, or heartbeats were dropped
+    on their way to it): every node's last sign of life becomes at least `now`, so each gets a fresh
+    timeout, judged on time the binder could hear it."""
+    liveness.deaf_since = None
+    liveness.watching_since = max(liveness.watching_since, now)
+
+
 def last_sign_of_life(liveness: Liveness, name: str, node: NodeEntry) -> float:
     return max(liveness.heartbeats.get(name, 0.0), node.registered_at, liveness.watching_since)
 
 
 def is_stale(liveness: Liveness, name: str, node: NodeEntry, now: float, timeout_s: float) -> bool:
+    if liveness.deaf_since is not None:
+        return False  # a binder that cannot hear judges nobody
     return now - last_sign_of_life(liveness, name, node) > timeout_s
 
 
@@ -54,8 +80,8 @@ def stale_nodes(ledger: Ledger, liveness: Liveness, now: float, timeout_s: float
     """The Ready nodes silent for longer than the timeout: one pass of float comparisons per node (no ids
     are derived here; reconcile derives them for these few)."""
     cutoff = now - timeout_s
-    if liveness.watching_since >= cutoff:
-        return []  # this binder has not been watching for a whole timeout: nobody is stale yet
+    if liveness.deaf_since is not None or liveness.watching_since >= cutoff:
+        return []  # this binder cannot hear, or has not heard for a whole timeout: nobody is stale yet
     beats = liveness.heartbeats
     return [
         name

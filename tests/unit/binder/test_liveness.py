@@ -140,3 +140,53 @@ def test_watching_again_does_not_revive_a_not_ready_node() -> None:
     state = core.apply(state, log.event("NodeNotReady", "n2", {"last_heartbeat": 100.0}))
     state = core.watch_from(state, 1000.0)
     assert ("NodeReady", "n2") not in summary(core.reconcile(state, 1001.0))
+
+
+def test_a_binder_cut_off_judges_no_node_and_gives_each_a_fresh_timeout_once_it_hears_again() -> None:
+    """The issue's outage: the binder's connection drops at 105 and is back at 130. The nodes were silent
+    to it for 25 s, longer than the timeout, yet no node is lost: only time it could hear counts."""
+    core = BinderCore()
+    state, _ = cluster(core)
+    state = core.heartbeat(state, ["n1", "n2"], 104.0)
+    state = core.deaf(state, 105.0)
+    assert core.due(state, 120.0) == []
+    assert core.reconcile(state, 120.0) == []
+    state = core.heard_all(state, 130.0)
+    assert core.due(state, 131.0) == []
+    assert core.reconcile(state, 140.0) == []  # a full timeout from 130, not from 104
+    # n1 beats again after the outage; n2 really stopped: lost one timeout after the binder could hear
+    state = core.heartbeat(state, ["n1"], 131.0)
+    assert core.due(state, 140.5) == ["n2"]
+    assert summary(core.reconcile(state, 140.5)) == [("NodeNotReady", "n2")]
+
+
+def test_a_node_silent_before_the_outage_is_still_lost_after_a_fresh_timeout() -> None:
+    """Heard silent for 9 of its 10 s before the binder was cut off: it gets a whole timeout again from
+    the reconnection, not the second it had left."""
+    core = BinderCore()
+    state, _ = cluster(core)
+    state = core.heartbeat(state, ["n2"], 200.0)  # n1 last heard of at its registration, 100
+    state = core.heard_all(core.deaf(state, 109.0), 112.0)
+    assert core.reconcile(state, 122.0) == []
+    assert summary(core.reconcile(state, 122.5)) == LOST_N1
+
+
+def test_a_deaf_binder_judges_nobody_however_long_and_its_checkpoint_does_not_carry_it() -> None:
+    core = BinderCore()
+    state, _ = cluster(core)
+    state = core.deaf(state, 105.0)
+    assert not core.reconcile(state, 500.0)
+    # the deafness is this process's own fact: a checkpoint taken meanwhile does not carry it
+    restored = core.load(core.dump(state))
+    assert restored.liveness.deaf_since is None
+    assert state.liveness.deaf_since == 105.0
+
+
+def test_hearing_again_does_not_move_the_fresh_timeout_back() -> None:
+    core = BinderCore()
+    state, _ = cluster(core)
+    state = core.watch_from(state, 300.0)
+    state = core.heard_all(state, 250.0)  # a late callback of an older gap
+    assert state.liveness.watching_since == 300.0
+    assert core.reconcile(state, 309.0) == []
+    assert summary(core.reconcile(state, 311.0)) == [*LOST_N1, ("NodeNotReady", "n2")]
