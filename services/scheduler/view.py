@@ -31,7 +31,7 @@ from contracts.objects import (
 )
 from contracts.payloads import ObjectPayload, podgroup_condition
 from services.scheduler.core.framework.plan import PodGroupUpdate
-from services.scheduler.core.live import LiveObjects
+from services.scheduler.core.live import FINISHED_POD_PHASES, LiveObjects
 from services.scheduler.core.model.node_base import NodeRows
 from services.scheduler.core.snapshot import DEFAULT_QUEUE, ClusterSnapshot, podgroup_key
 from services.scheduler.plans import PlanMessage
@@ -370,17 +370,32 @@ def _pod_change(
 
 
 def _bound(pod: Pod, event: Event) -> Pod:
-    return _on(pod, event.payload_as(payloads.PodBound).node)
-
-
-def _on(pod: Pod, node: str) -> Pod:
-    """Phase reports name the node; a pod the view saw unbound (or elsewhere) is placed there."""
+    node = event.payload_as(payloads.PodBound).node
     return pod if node == pod.spec.node_name else replace(pod, spec=replace(pod.spec, node_name=node))
+
+
+def _report(change: Callable[[Pod, Event], Pod]) -> Callable[[SchedulerView, Event], None]:
+    """A report about a pod's run (PodRunning, PodSucceeded, PodFailed, PodLost) changes the pod only
+    when it is about the pod's current run: it names the node the pod is bound to and the run has not
+    ended. A late report about a run PodLost gave up, or about an earlier generation of the same pod name
+    (created again unbound), changes nothing, as in the job-controller and the binder's ledger
+    (docs/reliability.md, "A late report after PodLost")."""
+
+    def handle(view: SchedulerView, event: Event) -> None:
+        key = event_key(event)
+        pod = view._pods.get(key)
+        if pod is not None and _about_current_run(pod, payloads.named_node(event.data)):
+            view._set_pod(key, change(pod, event), settles=False)
+
+    return handle
+
+
+def _about_current_run(pod: Pod, node: str | None) -> bool:
+    return bool(node) and node == pod.spec.node_name and pod.status.phase not in FINISHED_POD_PHASES
 
 
 def _running(pod: Pod, event: Event) -> Pod:
     running = event.payload_as(payloads.PodRunning)
-    pod = _on(pod, running.node)
     started = running.started_at or event.time
     return replace(pod, status=replace(pod.status, phase="Running", start_time=started))
 
@@ -389,7 +404,6 @@ def _finished(phase: str) -> Callable[[Pod, Event], Pod]:
     def change(pod: Pod, event: Event) -> Pod:
         report = event.data
         assert isinstance(report, _FINISHED_REPORTS), f"{event.type} is not a pod's end"
-        pod = _on(pod, report.node)
         # a success carries no reason, a lost pod no exit code: the pod keeps the one it had
         exit_code = pod.status.exit_code if isinstance(report, payloads.PodLost) else report.exit_code
         reason = pod.status.reason if isinstance(report, payloads.PodSucceeded) else report.reason
@@ -409,7 +423,13 @@ def _deleting(pod: Pod, event: Event) -> Pod:
 
 
 def _pod_terminated(view: SchedulerView, event: Event) -> None:
-    view._set_pod(event_key(event), None, settles=True)
+    """The pod's run stopped: gone, unless the report is about an earlier run on another node (the pod
+    was created again since, and its new generation must stay)."""
+    key = event_key(event)
+    pod = view._pods.get(key)
+    if pod is not None and pod.spec.node_name != event.payload_as(payloads.PodTerminated).node:
+        return
+    view._set_pod(key, None, settles=True)
 
 
 _HANDLERS: Mapping[str, Callable[[SchedulerView, Event], None]] = {
@@ -434,11 +454,11 @@ _HANDLERS: Mapping[str, Callable[[SchedulerView, Event], None]] = {
     "PlanRejected": _plan_rejected,
     "PodCreated": _pod_created,
     "PodBound": _pod_change(_bound, settles=True),
-    "PodRunning": _pod_change(_running),
-    "PodSucceeded": _pod_change(_finished("Succeeded")),
-    "PodFailed": _pod_change(_finished("Failed")),
+    "PodRunning": _report(_running),
+    "PodSucceeded": _report(_finished("Succeeded")),
+    "PodFailed": _report(_finished("Failed")),
     # the node is gone, so are its pods' processes (Kubernetes' pod GC marks them Failed, NodeLost)
-    "PodLost": _pod_change(_finished("Failed")),
+    "PodLost": _report(_finished("Failed")),
     "PodEvicting": _pod_change(_deleting, settles=True),
     "PodDeletionRequested": _pod_change(_deleting),
     "PodTerminated": _pod_terminated,

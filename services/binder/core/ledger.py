@@ -24,8 +24,6 @@ DEFAULT_MAX_PODS = 110
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 T = TypeVar("T")
 Handler = Callable[["Ledger", str, Payload], None]
-# the reports that say on which node a pod is: a bind, and a node agent's phase reports
-_PLACING = (payloads.PodBound, payloads.PodRunning, payloads.PodSucceeded, payloads.PodFailed)
 
 
 @dataclass(slots=True)
@@ -133,7 +131,7 @@ def _set_pod(ledger: Ledger, key: str, pod: PodEntry | None) -> None:
 
 def _change_pod(*, places: bool = False, **changes: Any) -> Handler:
     """A handler setting the given fields of a known pod; `places`: the event's node is where the pod is
-    (a bind, or a node agent's phase report, which may come before the ledger saw a bind)."""
+    (a bind)."""
 
     def handle(ledger: Ledger, key: str, data: Payload) -> None:
         pod = ledger.pods.get(key)
@@ -141,13 +139,41 @@ def _change_pod(*, places: bool = False, **changes: Any) -> Handler:
             return
         _account(ledger, key, pod, -1)
         if places:
-            assert isinstance(data, _PLACING), f"a {type(data).__name__} does not place a pod"
+            assert isinstance(data, payloads.PodBound), f"a {type(data).__name__} does not place a pod"
             pod.node = data.node
         for name, value in changes.items():
             setattr(pod, name, value)
         _account(ledger, key, pod, +1)
 
     return handle
+
+
+def _report(**changes: Any) -> Handler:
+    """A report about a pod's run (PodRunning, PodSucceeded, PodFailed, PodLost) changes the pod only
+    when it is about its current run: it names the node the pod is bound to and the run has not ended.
+    A late report about a run PodLost gave up, or about an earlier generation of the pod name (created
+    again unbound), changes nothing: it would put a lost pod back on its node, or mark the new generation
+    finished so that it could never be bound (docs/reliability.md, "A late report after PodLost")."""
+    change = _change_pod(**changes)
+
+    def handle(ledger: Ledger, key: str, data: Payload) -> None:
+        pod = ledger.pods.get(key)
+        if pod is not None and about_current_run(pod, payloads.named_node(data)):
+            change(ledger, key, data)
+
+    return handle
+
+
+def about_current_run(pod: PodEntry, node: str) -> bool:
+    return bool(node) and node == pod.node and pod.phase not in FINISHED_PHASES
+
+
+def _pod_terminated(ledger: Ledger, key: str, data: Payload) -> None:
+    """The run stopped: the pod is gone, unless the report names another node than the pod's (an earlier
+    run's, after which the pod was created again)."""
+    pod = ledger.pods.get(key)
+    if pod is not None and pod.node == payloads.named_node(data):
+        _set_pod(ledger, key, None)
 
 
 def _pod_created(ledger: Ledger, key: str, data: Payload) -> None:
@@ -197,14 +223,14 @@ _FACTS: Mapping[str, Handler] = {
     "PodGroupDeleted": lambda ledger, key, _: _forget(ledger.podgroups, key),
     "PodCreated": _pod_created,
     "PodBound": _change_pod(places=True),
-    "PodRunning": _change_pod(places=True, phase="Running"),
-    "PodSucceeded": _change_pod(places=True, phase="Succeeded"),
-    "PodFailed": _change_pod(places=True, phase="Failed"),
+    "PodRunning": _report(phase="Running"),
+    "PodSucceeded": _report(phase="Succeeded"),
+    "PodFailed": _report(phase="Failed"),
     # the node's processes are gone with it (Kubernetes' pod GC marks such pods Failed, NodeLost)
-    "PodLost": _change_pod(phase="Failed"),
+    "PodLost": _report(phase="Failed"),
     "PodEvicting": _change_pod(terminating=True),
     "PodDeletionRequested": _change_pod(terminating=True),
-    "PodTerminated": lambda ledger, key, _: _set_pod(ledger, key, None),
+    "PodTerminated": _pod_terminated,
 }
 
 

@@ -249,10 +249,12 @@ class NodeAgentCore:
 
     def _lost(self, state: AgentState, event: Event, key: str) -> None:
         """The binder gave the pod up (its node was silent): whatever still runs here must go, silently,
-        since the pod's fate is no longer this agent's to report."""
+        since the pod's fate is no longer this agent's to report. A report of the run that lands after
+        the PodLost anyway (published before this agent folded it) is ignored by every reader."""
         run = state.runs.get(key)
         if run is not None and run.node == event.payload_as(payloads.PodLost).node:
             del state.runs[key]
+            state.specs.pop(key, None)  # that generation is over; its replacement brings its own spec
             self._abandon(state, key, run)
 
     def _registered(self, state: AgentState, event: Event, key: str) -> None:
@@ -260,12 +262,14 @@ class NodeAgentCore:
             state.registered[event.name] = event.id
 
     def _own_phase(self, state: AgentState, event: Event, key: str) -> None:
+        run = state.runs.get(key)
+        if run is None or run.run_id != event.causation_id:
+            # about a run this agent gave up (lost, or bound elsewhere since): the spec kept now is a
+            # later generation's, and the report changes nothing (as for every other reader)
+            return
         phase = _PHASE_OF[event.type]
         if phase in (SUCCEEDED, FAILED):
             state.specs.pop(key, None)  # finished for good: a retry is a new PodCreated
-        run = state.runs.get(key)
-        if run is None or run.run_id != event.causation_id:
-            return
         run.published = phase
         if phase in TERMINAL:
             del state.runs[key]

@@ -37,7 +37,8 @@ RUNNING = ("PodRunning", {"node": "n1"})
         ([BOUND], 2000, 1, 2000),
         ([BOUND, BOUND], 2000, 1, 2000),  # the binder's own PodBound, folded again from the log
         ([BOUND, RUNNING], 2000, 1, 2000),
-        ([RUNNING], 2000, 1, 2000),  # a phase report places a pod the ledger saw unbound
+        # a report about a pod the ledger knows unbound is about an earlier generation of its name
+        ([RUNNING], 0, 0, 0),
         ([BOUND, RUNNING, ("PodSucceeded", {"node": "n1", "exit_code": 0})], 0, 0, 0),
         ([BOUND, RUNNING, ("PodFailed", {"node": "n1", "exit_code": 1, "reason": "Error"})], 0, 0, 0),
         ([BOUND, RUNNING, ("PodLost", {"node": "n1", "reason": "NodeLost"})], 0, 0, 0),
@@ -52,7 +53,7 @@ RUNNING = ("PodRunning", {"node": "n1"})
         "bound",
         "bound-twice",
         "running",
-        "running-unseen-bind",
+        "running-of-an-earlier-generation",
         "succeeded",
         "failed",
         "lost",

@@ -278,6 +278,27 @@ def test_lifecycle(steps: list[tuple[str, list[str]]]) -> None:
         assert agent.cycle() == expected, step
 
 
+def test_a_late_report_of_a_lost_run_does_not_take_the_spec_of_its_replacement() -> None:
+    """The run's success is decided, then the binder's PodLost lands before it, then the pod's next
+    generation is created, and only then the success (published before the agent folded the PodLost).
+    The next generation, bound here, starts with its spec, and the old run's report changes nothing."""
+    agent = Agent()
+    agent.cycle()
+    for command in ("create p1", "bind p1 n1"):
+        agent.command(command)
+    assert agent.cycle() == ["Start p1 e2"]
+    agent.command("started p1")
+    agent.command("exited p1 0")
+    late = [o for o in agent.core.reconcile(agent.state, 200.0) if o.type == "PodSucceeded"]
+    agent.command("lost p1 n1")
+    agent.command("create p1")
+    for output in late:
+        agent.append(output.type, output.kind, output.name, output.plain_payload, output.causation_id)
+    agent.command("bind p1 n1")
+    assert agent.cycle() == ["Start p1 e6"]
+    assert agent.state.runs["default/p1"].published == ""
+
+
 def test_orphan_found_alive_after_restart_is_stopped() -> None:
     agent = Agent()
     for command in ("create p1", "bind p1 n1"):

@@ -27,6 +27,7 @@ def folded(*objects: Any) -> tuple[SchedulerView, EventLog]:
 
 
 POD = "default/p"
+BOUND = ("PodBound", {"node": "n1", "plan": "x"})
 
 
 def pod_status(view: SchedulerView, key: str = POD) -> TaskStatus | None:
@@ -45,12 +46,13 @@ def pod_status(view: SchedulerView, key: str = POD) -> TaskStatus | None:
             "n1",
         ),
         (
-            [("PodRunning", {"node": "n1"}), ("PodSucceeded", {"node": "n1", "exit_code": 0})],
+            [BOUND, ("PodRunning", {"node": "n1"}), ("PodSucceeded", {"node": "n1", "exit_code": 0})],
             TaskStatus.SUCCEEDED,
             "n1",
         ),
         (
             [
+                BOUND,
                 ("PodRunning", {"node": "n1"}),
                 ("PodFailed", {"node": "n1", "exit_code": 2, "reason": "Error"}),
             ],
@@ -58,12 +60,13 @@ def pod_status(view: SchedulerView, key: str = POD) -> TaskStatus | None:
             "n1",
         ),
         (
-            [("PodRunning", {"node": "n1"}), ("PodLost", {"node": "n1", "reason": "NodeLost"})],
+            [BOUND, ("PodRunning", {"node": "n1"}), ("PodLost", {"node": "n1", "reason": "NodeLost"})],
             TaskStatus.FAILED,
             "n1",
         ),
         (
             [
+                BOUND,
                 ("PodRunning", {"node": "n1"}),
                 ("PodEvicting", {"node": "n1", "reason": "preempt", "plan": "x"}),
             ],
@@ -76,7 +79,7 @@ def pod_status(view: SchedulerView, key: str = POD) -> TaskStatus | None:
             "n1",
         ),
         (
-            [("PodRunning", {"node": "n1"}), ("PodTerminated", {"node": "n1", "reason": "Evicted"})],
+            [BOUND, ("PodRunning", {"node": "n1"}), ("PodTerminated", {"node": "n1", "reason": "Evicted"})],
             None,
             None,
         ),
