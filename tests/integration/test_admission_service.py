@@ -483,7 +483,7 @@ async def test_requests_whose_rejection_would_exceed_the_max_payload_get_a_bound
     bad_tasks = "".join(f"    - {{name: T{i}, replicas: -1}}\n" for i in range(100))
     bad_job = "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  tasks:\n"
     many_errors = await bus.nc.request(
-        "lahar.api.apply", "---\n".join([bad_job + bad_tasks] * 300).encode(), timeout=10
+        "lahar.api.apply", "---\n".join([bad_job + bad_tasks] * 300).encode(), timeout=60
     )
     for reply in (huge_kind, huge_name, many_errors):
         assert len(reply.data) < limit // 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -61,7 +62,7 @@ def service_healthy(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1.0) as response:
             return response.status == 200
-    except OSError:
+    except (OSError, http.client.HTTPException):  # nothing there, or something that is not our HTTP server
         return False
 
 
@@ -74,7 +75,7 @@ def service_health(port: int) -> dict[str, Any] | None:
         with contextlib.suppress(ValueError):
             return json.loads(exc.read())
         return None
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):
         return None
 
 
