@@ -40,7 +40,7 @@ from shared.client import LaharClient
 from shared.runner.events import to_event
 from shared.runner_types import Event
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow  # one workload through a kill of every service: minutes
 
 SIM_NODES = 8  # 32 cpu each: 64 pods of 4 cpu run at once, so 200 pods take a few waves
 KILL_ORDER = ("admission", "job-controller", "queue-controller", "binder", "scheduler-0", "node-agent")

@@ -17,8 +17,6 @@ import pytest
 
 from services.job_controller.core.expand import POD_GENERATION
 
-pytestmark = pytest.mark.e2e
-
 REQUESTS = {"cpu": "100m", "memory": "32Mi"}
 
 

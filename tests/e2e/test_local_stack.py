@@ -13,8 +13,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
-pytestmark = pytest.mark.e2e
-
 
 def lahar_json(stack, *args: str):
     result = stack.lahar(*args, "-o", "json")

@@ -8,10 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-pytestmark = pytest.mark.e2e
-
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plain-pods"
 
 

@@ -31,7 +31,6 @@ from shared.telemetry.metrics import Registry
 from shared.telemetry.tracing import setup_tracing
 
 REJECTED = "lahar.ev.rejection.admission.ManifestRejected"  # + .<namespace>.<name>
-pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 

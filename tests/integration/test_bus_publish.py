@@ -10,8 +10,6 @@ from shared.bus.errors import AtomicBatchUnsupported, ConcurrencyConflict, Dupli
 from shared.bus.jetstream import BatchItem, Bus
 from shared.bus.streams import StreamSpec, events_stream, standard_streams
 
-pytestmark = pytest.mark.integration
-
 STREAM = subjects.EVENTS_STREAM
 JOB = subjects.event_subject("job", "default", "train", "JobCreated", "tests")
 PODS = [subjects.event_subject("pod", "default", f"train-{i}", "PodEvent", "tests") for i in range(3)]

@@ -32,8 +32,6 @@ from shared.store.etcd import Etcd
 from shared.store.read_model import ReadModel
 from shared.telemetry.metrics import Registry
 
-pytestmark = pytest.mark.integration
-
 REPO = Path(__file__).resolve().parents[2]
 
 JOB = {

@@ -5,7 +5,6 @@ import collections
 import contextlib
 import signal
 
-import pytest
 from runner_toy import ToyCore, ToyProcess
 from support.waiting import Eventually
 from test_runner import fold_log, ping
@@ -19,8 +18,6 @@ from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd, WatchEvent
 from shared.store.lease import KeptLease
 from shared.telemetry.metrics import Registry
-
-pytestmark = pytest.mark.integration
 
 
 async def test_watch_resumes_after_an_etcd_restart_without_gaps_or_repeats(private_etcd: EtcdServer) -> None:

@@ -24,8 +24,6 @@ from shared.store.etcd import (
 from shared.store.lease import KeptLease
 from shared.store.read_model import ReadModel, Stored, Write
 
-pytestmark = pytest.mark.integration
-
 Eventually = Callable[..., Awaitable[Any]]
 
 

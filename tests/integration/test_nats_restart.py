@@ -5,7 +5,6 @@ import collections
 import contextlib
 from collections.abc import AsyncIterator
 
-import pytest
 from runner_toy import ToyCore
 from support.waiting import Eventually
 from test_runner import fold_log, ping
@@ -18,8 +17,6 @@ from shared.runner import EventSourcedService, RunnerConfig
 from shared.servers import NatsServer
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
-
-pytestmark = pytest.mark.integration
 
 STREAM = subjects.EVENTS_STREAM
 JOB = subjects.event_subject("job", "default", "train", "JobCreated", "tests")

@@ -42,8 +42,6 @@ from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 from shared.telemetry.tracing import extract_context, setup_tracing, trace_fields
 
-pytestmark = pytest.mark.integration
-
 REPO = Path(__file__).resolve().parents[2]
 NODE = "n1"
 

@@ -35,8 +35,6 @@ from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 from shared.telemetry.tracing import extract_context, setup_tracing, trace_fields
 
-pytestmark = pytest.mark.integration
-
 REPO = Path(__file__).resolve().parents[2]
 # No timer-driven checkpoints unless a test asks: each test decides when state is saved.
 QUIET = RunnerConfig(reconcile_interval_s=0.2, checkpoint_every_events=1_000_000, checkpoint_every_s=3600)
