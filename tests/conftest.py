@@ -1,8 +1,19 @@
-"""Every test gets the marker of its kind from its directory (unit, scenario, integration, e2e), so a new
-test cannot lack one and `-m "unit or scenario"` selects exactly the tests that start no server."""
+"""What every test gets, whatever directory it lives in.
+
+- The marker of its kind, from its directory (unit, scenario, integration, e2e), so a new test cannot lack
+  one and `-m "unit or scenario"` selects exactly the tests that start no server.
+- An environment of its own: no LAHAR_* variable of the developer's shell reaches a test or a process it
+  starts, and LAHAR_HOME is this worker's own directory, so a command that names no stack finds none
+  (never the developer's ~/.lahar, never a stack another xdist worker started).
+
+Parallel runs hand out whole modules (`--dist loadfile` in pyproject.toml): an e2e module shares one local
+stack between its tests through a module-scoped fixture, and split over two workers it would start twice.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +43,12 @@ def kind_of(where: Path) -> str:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(kind_of(item.path.resolve().relative_to(TESTS)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_lahar_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [name for name in os.environ if name.startswith("LAHAR_")]:
+            patch.delenv(name)
+        patch.setenv("LAHAR_HOME", str(tmp_path_factory.mktemp("lahar-home")))
+        yield
