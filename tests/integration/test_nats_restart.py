@@ -49,7 +49,10 @@ async def test_file_store_keeps_the_log_across_a_restart(private_nats: NatsServe
         replayed = [r.envelope().payload["n"] async for r in bus.replay(STREAM)]
         assert replayed == list(range(8))
         # Re-ensuring after the restart finds the streams exactly as specified.
-        assert not any(s.created or s.updated for s in await bus.ensure_streams(standard_streams()))
+        again = await bus.ensure_streams(standard_streams())
+        assert [(s.name, s.created, s.updated) for s in again] == [
+            (name, False, False) for name in (STREAM, subjects.INTAKE_STREAM, subjects.PLANS_STREAM)
+        ]
     finally:
         await bus.close()
 
