@@ -17,6 +17,8 @@ import pytest
 
 from services.job_controller.core.expand import POD_GENERATION
 
+pytestmark = pytest.mark.slow  # a local stack of its own and jobs run to completion on it: seconds a test
+
 REQUESTS = {"cpu": "100m", "memory": "32Mi"}
 
 

@@ -8,6 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a local stack of its own and jobs run to completion on it: seconds a test
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plain-pods"
 
 

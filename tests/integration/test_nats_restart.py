@@ -5,6 +5,7 @@ import collections
 import contextlib
 from collections.abc import AsyncIterator
 
+import pytest
 from runner_toy import ToyCore
 from support.waiting import Eventually
 from test_runner import fold_log, ping
@@ -84,6 +85,7 @@ async def test_stream_survives_a_crash(private_nats: NatsServer) -> None:
         await bus.close()
 
 
+@pytest.mark.slow  # the client notices the lost consumer after two missed heartbeats
 async def test_follow_resumes_after_a_restart(private_nats: NatsServer) -> None:
     bus = await Bus.connect(private_nats.url, name="follow-test", reconnect_wait_s=0.1)
     received: asyncio.Queue[int] = asyncio.Queue()
