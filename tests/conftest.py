@@ -5,6 +5,7 @@
 - An environment of its own: no LAHAR_* variable of the developer's shell reaches a test or a process it
   starts, and LAHAR_HOME is this worker's own directory, so a command that names no stack finds none
   (never the developer's ~/.lahar, never a stack another xdist worker started).
+- Processes it starts that SIGINT interrupts, however the suite itself was started.
 
 Parallel runs hand out whole modules (`--dist loadfile` in pyproject.toml): an e2e module shares one local
 stack between its tests through a module-scoped fixture, and split over two workers it would start twice.
@@ -13,6 +14,7 @@ stack between its tests through a module-scoped fixture, and split over two work
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +38,14 @@ def kind_of(where: Path) -> str:
         known = ", ".join(f"tests/{d}" for d in KIND_OF_DIRECTORY)
         raise pytest.UsageError(f"tests/{where}: a test lives in one of {known}, which gives it its marker")
     return KIND_OF_DIRECTORY[directory]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A suite started as a background job of a non-interactive shell inherits SIGINT ignored, and so would
+    # every process a test starts: a test that interrupts `lahar get -w` would wait for it forever. A handler
+    # (unlike "ignored") is not inherited, so with one here those processes start with SIGINT at its default.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # first: `-m` deselects by these markers in its own hook of this name
