@@ -33,7 +33,7 @@ from e2e.test_crash_recovery import apply_until_accepted, count_events, job, rea
 from services.cli.stack.layout import ETCD, NATS, StackState, process_alive
 from shared.runner_types import Event
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 SIM_NODES = 4
 HELD_S = {NATS: 2.0, ETCD: 7.0}  # how long each server's port stays taken after its kill

@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 
-import pytest
 from support.waiting import Eventually
 
 from services.cli.stack.layout import RESTARTING, RUNNING, RunningServer
@@ -16,8 +15,6 @@ from shared.bus.jetstream import Bus
 from shared.bus.streams import standard_streams
 from shared.servers import EtcdServer, NatsServer, http_ok
 from shared.store.etcd import Etcd
-
-pytestmark = pytest.mark.integration
 
 
 def gone(pid: int) -> bool:
