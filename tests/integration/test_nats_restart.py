@@ -52,7 +52,7 @@ async def test_file_store_keeps_the_log_across_a_restart(private_nats: NatsServe
         # Re-ensuring after the restart finds the streams exactly as specified.
         again = await bus.ensure_streams(standard_streams())
         assert [(s.name, s.created, s.updated) for s in again] == [
-            (name, False, False) for name in (STREAM, subjects.INTAKE_STREAM, subjects.PLANS_STREAM)
+            (spec.name, False, False) for spec in standard_streams()
         ]
     finally:
         await bus.close()
