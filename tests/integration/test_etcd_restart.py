@@ -5,6 +5,7 @@ import collections
 import signal
 import urllib.request
 
+import pytest
 from runner_toy import ToyCore, ToyProcess
 from support.waiting import Eventually
 from test_runner import fold_log, ping
@@ -135,6 +136,7 @@ async def test_a_leader_waits_out_an_etcd_outage_longer_than_its_lease_and_leads
         await etcd.close()
 
 
+@pytest.mark.slow  # waits for the service's retries to find etcd back
 async def test_a_service_started_while_etcd_is_down_comes_up_once_it_is_back(
     bus: Bus, nats_server: NatsServer, private_etcd: EtcdServer, eventually: Eventually
 ) -> None:

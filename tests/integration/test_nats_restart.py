@@ -113,6 +113,7 @@ async def test_follow_resumes_after_a_restart(private_nats: NatsServer) -> None:
         await bus.close()
 
 
+@pytest.mark.slow  # waits for the reconnects after the crash
 async def test_a_service_rides_out_a_nats_crash_and_resumes_where_it_was(
     private_nats: NatsServer, etcd: Etcd, eventually: Eventually
 ) -> None:
