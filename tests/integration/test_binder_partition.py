@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from support.builders import node, pod
 from support.waiting import Eventually
 from test_scheduler_binder import QUIET, Heartbeats, created, of_type, read_log
@@ -23,8 +22,6 @@ from shared.bus.streams import events_stream, plans_stream
 from shared.servers import NatsServer
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
-
-pytestmark = pytest.mark.integration
 
 TIMEOUT_S = 2.0
 ALIVE, STOPPED = "n-alive", "n-stopped"
