@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from support.builders import node, pod
 from support.waiting import Eventually
 from test_scheduler_binder import QUIET, Heartbeats, created, of_type, read_log
@@ -40,6 +41,7 @@ class Clock:
         return self.now
 
 
+@pytest.mark.slow  # the binder stays cut off for longer than its node timeout
 async def test_a_binder_cut_off_longer_than_its_node_timeout_loses_only_the_node_that_stopped(
     private_nats: NatsServer, etcd: Etcd, eventually: Eventually
 ) -> None:
