@@ -40,7 +40,7 @@ from shared.client import LaharClient
 from shared.runner.events import to_event
 from shared.runner_types import Event
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow  # one workload through a kill of every service: minutes
 
 SIM_NODES = 8  # 32 cpu each: 64 pods of 4 cpu run at once, so 200 pods take a few waves
 KILL_ORDER = ("admission", "job-controller", "queue-controller", "binder", "scheduler-0", "node-agent")
@@ -115,7 +115,20 @@ class CrashRun:
             ),
         ]
         lines += [str(v) for v in (violations or [])[:20]]
+        # a service that died again after its restart says why in its log, right after each restart
+        killed = Counter(k.service for k in self.kills)
+        for name, count in restarts.items():
+            if count != killed[name]:
+                lines.append(f"--- {name}'s log after its restarts:")
+                lines += after_restarts(self.stack.service_log(name))
         return "\n".join(lines)
+
+
+def after_restarts(log: str, lines_each: int = 6, restarts: int = 8) -> list[str]:
+    """The first lines the service wrote after each of its last restarts (the supervisor marks them)."""
+    lines = log.splitlines()
+    marks = [i for i, line in enumerate(lines) if line.startswith("--- lahar:")][-restarts:]
+    return [line[:500] for i in marks for line in lines[i : i + 1 + lines_each]]
 
 
 # --- driving the stack -------------------------------------------------------------------------------

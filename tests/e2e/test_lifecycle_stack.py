@@ -17,7 +17,7 @@ import pytest
 
 from services.job_controller.core.expand import POD_GENERATION
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.slow  # a local stack of its own and jobs run to completion on it: seconds a test
 
 REQUESTS = {"cpu": "100m", "memory": "32Mi"}
 
@@ -244,18 +244,25 @@ QUEUE_JOB = "in-closing"
 
 @pytest.fixture(scope="module")
 def closed_while_running(stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Queue `closing` with a `sleep 5` job, closed while the job runs; what was seen on the way."""
+    """Queue `closing` with a job that runs until the test releases it, closed while the job runs; what was
+    seen on the way."""
     tmp = tmp_path_factory.mktemp("queue")
+    release = tmp / "release"
     assert stack.lahar("queue", "create", "-n", QUEUE).returncode == 0
-    manifest = job(QUEUE_JOB, [task("worker", "sleep 5")], min_available=1, queue=QUEUE)
+    # runs until `release` exists (pods are local processes): still running however long the steps take
+    until_released = f"while [ ! -e {shlex.quote(str(release))} ]; do sleep 0.1; done"
+    manifest = job(QUEUE_JOB, [task("worker", until_released)], min_available=1, queue=QUEUE)
     submit(stack, tmp, QUEUE_JOB, manifest)
-    wait_for(stack, QUEUE_JOB, "Running")
-    close = stack.lahar("queue", "operate", "-n", QUEUE, "-a", "close")
-    assert close.returncode == 0, close.stderr
-    seen = {"closing": eventually(lambda: queue_state(stack, QUEUE), lambda s: s != "Open")}
-    seen["job_phase"] = lahar_json(stack, "job", "view", "-N", QUEUE_JOB)["status"]["state"]["phase"]
-    late = job("too-late", [task("worker", "true")], min_available=1, queue=QUEUE)
-    seen["refused_while_closing"] = apply(stack, tmp, "too-late", late)
+    try:
+        wait_for(stack, QUEUE_JOB, "Running")
+        close = stack.lahar("queue", "operate", "-n", QUEUE, "-a", "close")
+        assert close.returncode == 0, close.stderr
+        seen = {"closing": eventually(lambda: queue_state(stack, QUEUE), lambda s: s != "Open")}
+        seen["job_phase"] = lahar_json(stack, "job", "view", "-N", QUEUE_JOB)["status"]["state"]["phase"]
+        late = job("too-late", [task("worker", "true")], min_available=1, queue=QUEUE)
+        seen["refused_while_closing"] = apply(stack, tmp, "too-late", late)
+    finally:
+        release.touch()
     wait_for(stack, QUEUE_JOB, "Completed")
     seen["after_end"] = eventually(lambda: queue_state(stack, QUEUE), lambda s: s == "Closed", 5.0)
     return {"tmp": tmp, "late": late, **seen}

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a local stack of its own and jobs run to completion on it: seconds a test
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-
-pytestmark = pytest.mark.e2e
 
 
 def lahar_json(stack, *args: str):

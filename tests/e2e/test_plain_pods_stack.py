@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.slow  # a local stack of its own and jobs run to completion on it: seconds a test
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plain-pods"
 

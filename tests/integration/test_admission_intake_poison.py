@@ -25,8 +25,6 @@ from shared.bus.subjects import EVENTS_STREAM, INTAKE_STREAM, intake_subject
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 
-pytestmark = pytest.mark.integration
-
 
 def job_yaml(name: str) -> bytes:
     return f"""

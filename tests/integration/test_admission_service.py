@@ -31,7 +31,6 @@ from shared.telemetry.metrics import Registry
 from shared.telemetry.tracing import setup_tracing
 
 REJECTED = "lahar.ev.rejection.admission.ManifestRejected"  # + .<namespace>.<name>
-pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -469,6 +468,7 @@ async def test_values_too_large_are_refused_with_their_field_by_the_api_and_the_
     assert [(e["path"], fragment in e["message"]) for e in rejected.payload["errors"]] == [(path, True)]
 
 
+@pytest.mark.slow  # admission validates 300 documents of a hundred bad tasks: seconds of CPU
 async def test_requests_whose_rejection_would_exceed_the_max_payload_get_a_bounded_reply(
     bus: Bus, make: Make
 ) -> None:
@@ -482,6 +482,7 @@ async def test_requests_whose_rejection_would_exceed_the_max_payload_get_a_bound
     # a thousand documents, each with a hundred errors: far more than one reply holds
     bad_tasks = "".join(f"    - {{name: T{i}, replicas: -1}}\n" for i in range(100))
     bad_job = "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  tasks:\n"
+    # seconds of admission's CPU even on an idle machine; what counts is the size of the reply, not the time
     many_errors = await bus.nc.request(
         "lahar.api.apply", "---\n".join([bad_job + bad_tasks] * 300).encode(), timeout=60
     )

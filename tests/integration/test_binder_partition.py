@@ -24,8 +24,6 @@ from shared.servers import NatsServer
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 
-pytestmark = pytest.mark.integration
-
 TIMEOUT_S = 2.0
 ALIVE, STOPPED = "n-alive", "n-stopped"
 
@@ -43,6 +41,7 @@ class Clock:
         return self.now
 
 
+@pytest.mark.slow  # the binder stays cut off for longer than its node timeout
 async def test_a_binder_cut_off_longer_than_its_node_timeout_loses_only_the_node_that_stopped(
     private_nats: NatsServer, etcd: Etcd, eventually: Eventually
 ) -> None:

@@ -13,8 +13,6 @@ from shared.bus.jetstream import Bus
 from shared.bus.records import StreamRecord
 from shared.bus.streams import events_stream, plans_stream
 
-pytestmark = pytest.mark.integration
-
 STREAM = subjects.EVENTS_STREAM
 
 

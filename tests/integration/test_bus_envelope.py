@@ -10,8 +10,6 @@ from shared.bus.envelope import Envelope, EnvelopeError, derived_event_id
 from shared.bus.jetstream import Bus
 from shared.bus.streams import events_stream
 
-pytestmark = pytest.mark.integration
-
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 

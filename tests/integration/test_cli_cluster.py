@@ -32,8 +32,6 @@ from shared.store.etcd import Etcd
 from shared.store.read_model import ReadModel
 from shared.telemetry.metrics import Registry
 
-pytestmark = pytest.mark.integration
-
 REPO = Path(__file__).resolve().parents[2]
 
 JOB = {
@@ -169,6 +167,7 @@ async def test_apply_reports_each_object_and_refuses_bad_files_with_exit_1(cli: 
     assert code == 1 and "cannot read the file" in err
 
 
+@pytest.mark.slow  # one CLI process per command
 async def test_get_reads_the_read_model_as_tables_and_json(cli: Cli, etcd: Etcd) -> None:
     await store(etcd, stored_job("Running", running=2), seq=5)
     await store(etcd, replace(parse_object(QUEUE, "q"), status=QueueStatus(running=1)), seq=3)
@@ -213,6 +212,7 @@ async def test_get_watch_prints_each_change_until_interrupted(cli: Cli, etcd: Et
     assert code == 0
 
 
+@pytest.mark.slow  # one CLI process per command
 async def test_job_commands_follow_vcctl(cli: Cli, bus: Bus, etcd: Etcd) -> None:
     code, out, _ = await cli("job", "run", "-N", "hello", "-r", "3", "-m", "2", "--", "sh", "-c", "echo hi")
     assert code == 0 and out.strip() == "run job hello successfully"
@@ -259,6 +259,7 @@ async def test_job_commands_follow_vcctl(cli: Cli, bus: Bus, etcd: Etcd) -> None
     assert (await cli.json("job", "view", "-N", "train", "-o", "json"))["meta"]["name"] == "train"
 
 
+@pytest.mark.slow  # one CLI process per command
 async def test_queue_commands_follow_vcctl(cli: Cli, bus: Bus, etcd: Etcd) -> None:
     code, out, _ = await cli("queue", "create", "-n", "q1", "-w", "3")
     assert code == 0 and out.strip() == "create queue q1 successfully"

@@ -44,8 +44,6 @@ from shared.store.etcd import Etcd
 from shared.store.read_model import ReadModel
 from shared.telemetry.metrics import Registry
 
-pytestmark = pytest.mark.integration
-
 NS = "team-a"
 PODS = ("train-ps-0", "train-worker-0", "train-worker-1")
 # reconcile often, never checkpoint unless a test asks, short leases so a standby takes over quickly

@@ -13,8 +13,6 @@ from shared.store.etcd import Etcd, put
 from shared.store.membership import Membership
 from shared.store.read_model import ReadModel
 
-pytestmark = pytest.mark.integration
-
 
 async def next_value(events: AsyncIterator[object], timeout_s: float = 10.0) -> object:
     return await asyncio.wait_for(anext(events), timeout_s)

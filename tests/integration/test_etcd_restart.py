@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import signal
+import urllib.request
 
 import pytest
 from runner_toy import ToyCore, ToyProcess
@@ -16,47 +16,50 @@ from shared.bus.subjects import EVENTS_STREAM
 from shared.runner import EventSourcedService, RunnerConfig
 from shared.servers import EtcdServer, NatsServer
 from shared.store.checkpoint import CheckpointStore
-from shared.store.etcd import Etcd, WatchEvent
+from shared.store.etcd import Etcd
 from shared.store.lease import KeptLease
 from shared.telemetry.metrics import Registry
 
-pytestmark = pytest.mark.integration
+
+def open_watches(server: EtcdServer) -> int:
+    """How many watches the server has open, by its own metrics."""
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith("etcd_debugging_mvcc_watcher_total "):
+                return int(float(line.split()[1]))
+    raise AssertionError("etcd's metrics have no etcd_debugging_mvcc_watcher_total")
 
 
 async def test_watch_resumes_after_an_etcd_restart_without_gaps_or_repeats(private_etcd: EtcdServer) -> None:
     etcd = await Etcd.connect(*private_etcd.endpoint)
-    seen: asyncio.Queue[WatchEvent] = asyncio.Queue()
-    start = await etcd.revision() + 1
-
-    async def watch() -> None:
-        async for event in etcd.watch_prefix("/lahar/objects/", start_revision=start):
-            await seen.put(event)
-
-    watcher = asyncio.create_task(watch())
+    # Pulled one change at a time: between two pulls the watcher waits at its yield and opens no new watch, so
+    # a change written meanwhile reaches it only by the resume from the revision after the last it delivered.
+    changes = etcd.watch_prefix("/lahar/objects/", start_revision=await etcd.revision() + 1)
     try:
         await etcd.put("/lahar/objects/job/default/a", b"1")
-        before = await asyncio.wait_for(seen.get(), 10)
+        before = await asyncio.wait_for(anext(changes), 10)
         assert before.key.endswith(b"/a")
+        assert await asyncio.to_thread(open_watches, private_etcd) == 1
 
         pid = private_etcd.pid
         await private_etcd.arestart()
         assert private_etcd.pid != pid
         await etcd.wait_ready(10)
-        # Written while the watcher is most likely still reconnecting: it must catch up from its revision.
         await etcd.put("/lahar/objects/job/default/b", b"2")
         await etcd.put("/lahar/objects/job/default/c", b"3")
-        after = [await asyncio.wait_for(seen.get(), 15) for _ in range(2)]
+        # Both were written while the restarted server had no watch open: the watcher must resume to see them.
+        assert await asyncio.to_thread(open_watches, private_etcd) == 0
+        after = [await asyncio.wait_for(anext(changes), 15) for _ in range(2)]
         assert [e.key[-1:] for e in after] == [b"b", b"c"]
         assert before.mod_revision < after[0].mod_revision < after[1].mod_revision
+        assert await asyncio.to_thread(open_watches, private_etcd) == 1  # the resumed watch, and only it
 
-        # Nothing delivered twice: a marker written last is the very next event.
+        # Nothing delivered twice: a marker written last is the very next change.
         await etcd.put("/lahar/objects/job/default/marker", b"")
-        marker = await asyncio.wait_for(seen.get(), 10)
-        assert marker.key.endswith(b"/marker") and seen.empty()
+        marker = await asyncio.wait_for(anext(changes), 10)
+        assert marker.key.endswith(b"/marker")
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        await changes.aclose()
         await etcd.close()
 
 
@@ -133,6 +136,7 @@ async def test_a_leader_waits_out_an_etcd_outage_longer_than_its_lease_and_leads
         await etcd.close()
 
 
+@pytest.mark.slow  # waits for the service's retries to find etcd back
 async def test_a_service_started_while_etcd_is_down_comes_up_once_it_is_back(
     bus: Bus, nats_server: NatsServer, private_etcd: EtcdServer, eventually: Eventually
 ) -> None:

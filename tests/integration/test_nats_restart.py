@@ -19,8 +19,6 @@ from shared.servers import NatsServer
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 
-pytestmark = pytest.mark.integration
-
 STREAM = subjects.EVENTS_STREAM
 JOB = subjects.event_subject("job", "default", "train", "JobCreated", "tests")
 
@@ -52,7 +50,10 @@ async def test_file_store_keeps_the_log_across_a_restart(private_nats: NatsServe
         replayed = [r.envelope().payload["n"] async for r in bus.replay(STREAM)]
         assert replayed == list(range(8))
         # Re-ensuring after the restart finds the streams exactly as specified.
-        assert not any(s.created or s.updated for s in await bus.ensure_streams(standard_streams()))
+        again = await bus.ensure_streams(standard_streams())
+        assert [(s.name, s.created, s.updated) for s in again] == [
+            (spec.name, False, False) for spec in standard_streams()
+        ]
     finally:
         await bus.close()
 
@@ -84,6 +85,7 @@ async def test_stream_survives_a_crash(private_nats: NatsServer) -> None:
         await bus.close()
 
 
+@pytest.mark.slow  # the client notices the lost consumer after two missed heartbeats
 async def test_follow_resumes_after_a_restart(private_nats: NatsServer) -> None:
     bus = await Bus.connect(private_nats.url, name="follow-test", reconnect_wait_s=0.1)
     received: asyncio.Queue[int] = asyncio.Queue()
@@ -111,6 +113,7 @@ async def test_follow_resumes_after_a_restart(private_nats: NatsServer) -> None:
         await bus.close()
 
 
+@pytest.mark.slow  # waits for the reconnects after the crash
 async def test_a_service_rides_out_a_nats_crash_and_resumes_where_it_was(
     private_nats: NatsServer, etcd: Etcd, eventually: Eventually
 ) -> None:

@@ -42,8 +42,6 @@ from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 from shared.telemetry.tracing import extract_context, setup_tracing, trace_fields
 
-pytestmark = pytest.mark.integration
-
 REPO = Path(__file__).resolve().parents[2]
 NODE = "n1"
 
@@ -241,6 +239,7 @@ async def test_heartbeats_name_the_agent_and_its_node(agent: Agent, bus: Bus) ->
     assert second.time > first.time
 
 
+@pytest.mark.slow  # the adopted pod runs its 5 s to the end
 @pytest.mark.parametrize("checkpoint", [True, False], ids=["from-checkpoint", "from-the-log"])
 async def test_a_restarted_agent_adopts_a_running_pod_instead_of_starting_it_again(
     agent: Agent, bus: Bus, etcd: Etcd, log: Log, data_dir: Path, eventually: Eventually, checkpoint: bool

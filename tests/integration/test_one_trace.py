@@ -33,8 +33,6 @@ from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 from shared.telemetry.tracing import JOB_ATTRIBUTE, setup_tracing
 
-pytestmark = pytest.mark.integration
-
 # reconcile often, never checkpoint (nothing restarts here), short leases
 QUIET: dict[str, Any] = {
     "reconcile_interval_s": 0.2,

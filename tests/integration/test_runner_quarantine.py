@@ -22,8 +22,6 @@ from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 
-pytestmark = pytest.mark.integration
-
 QUIET = RunnerConfig(reconcile_interval_s=0.2, checkpoint_every_events=1_000_000, checkpoint_every_s=3600)
 POISON_N = 13  # a Ping with this n makes PoisonCore.apply raise
 BAD_KEYS_N = 7  # a Ping with this n makes PoisonCore.touched raise

@@ -45,8 +45,6 @@ from shared.store.read_model import ReadModel
 from shared.telemetry.metrics import Registry
 from shared.telemetry.tracing import setup_tracing
 
-pytestmark = pytest.mark.integration
-
 REPO = Path(__file__).resolve().parents[2]
 QUIET = {"checkpoint_every_events": 1_000_000, "checkpoint_every_s": 3600.0, "reconcile_interval_s": 0.2}
 CREATED = {"Node": "NodeRegistered", "PodGroup": "PodGroupCreated", "Pod": "PodCreated"}

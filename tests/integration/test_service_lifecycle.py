@@ -21,8 +21,6 @@ from shared.servers import EtcdServer, NatsServer
 from shared.service import Service
 from shared.store.etcd import Etcd
 
-pytestmark = pytest.mark.integration
-
 SUBJECT = "lahar.test.echo"
 
 

@@ -32,8 +32,6 @@ from services.node_agent.runtime import workdir
 from services.node_agent.ssh_keys import prepare_private_files
 from shared.bus.jetstream import Bus
 
-pytestmark = pytest.mark.integration
-
 
 def ssh_job(name: str = "mpi", uid: str = "uid-1", script: str = "true", **plugins: list[str]) -> Job:
     spec = job(name, script, **({"ssh": []} | plugins))

@@ -169,7 +169,10 @@ def test_two_jobs_pod_by_pod_deadlock(tmp_path: Path) -> None:
     assert run.outcome == "deadlock"
     assert run.cycles <= 3
     assert running_per_job(run) == {"default/tf-1": 4, "default/tf-2": 4}
-    assert all(r.phase == "Running" and r.finish_time is None for r in run.world.jobs.values())
+    assert {key: (r.phase, r.finish_time) for key, r in run.world.jobs.items()} == {
+        "default/tf-1": ("Running", None),
+        "default/tf-2": ("Running", None),
+    }
     assert sorted(run.world.pending_pods()) == [
         "default/tf-1-worker-2",
         "default/tf-1-worker-3",

@@ -140,7 +140,7 @@ def assert_every_reader_agrees_and_the_gang_can_run_again(log: Log, replaced: li
     for name in replaced:
         entry = ledger.pods[f"{NAMESPACE}/{name}"]
         assert (entry.phase, entry.node) == ("Pending", ""), name
-    assert all(not entry.pods for entry in ledger.nodes.values())
+    assert {name: entry.pods for name, entry in ledger.nodes.items()} == {name: set() for name in NODES}
     # a session places every replacement: the gang reaches minAvailable with the pods that succeeded
     session = run_session(view.snapshot())
     bound = {bind.task for plan in session.plans for bind in plan.binds}

@@ -220,8 +220,11 @@ def test_counts_by_podgroup_phase_and_the_queue_each_change_touches() -> None:
     assert touched(log, log.delete_podgroup("a")) == []
     assert touched(log, log.phase("zzz", "Running")) == []
     assert log.state.counts("research") == counts(completed=1, unknown=1)
-    # counts are the read model's to show: no event repeats them
-    assert all(o.type == "QueueStateChanged" for o in log.settle())
+    # counts are the read model's to show: no event repeats them, only each queue's opening is recorded
+    assert [(o.type, o.name) for o in log.settle()] == [
+        ("QueueStateChanged", "default"),
+        ("QueueStateChanged", "research"),
+    ]
 
 
 def test_podgroups_of_an_unknown_queue_count_once_it_exists() -> None:

@@ -122,16 +122,37 @@ def test_preemptable(mine, candidates, victims):
     assert [t.name for t in ssn.preemptable_fn(preemptor, offered)] == victims
 
 
+def weighted_queue(name: str, hierarchy: str, weights: str):
+    notes = {"volcano.sh/hierarchy": hierarchy, "volcano.sh/hierarchy-weights": weights}
+    return queue(name, annotations=notes)
+
+
 @pytest.mark.parametrize(
-    "plugin_conf",
+    ("plugin_conf", "split"),
     [
-        pytest.param({"name": "drf", "enableHierarchy": True}, id="plugin-option"),
-        pytest.param({"name": "drf", "arguments": {"enableHierarchy": "true"}}, id="argument"),
+        pytest.param({"name": "drf", "enableHierarchy": True}, {"a": 2, "b": 6}, id="plugin-option"),
+        pytest.param(
+            {"name": "drf", "arguments": {"enableHierarchy": "true"}}, {"a": 2, "b": 6}, id="argument"
+        ),
+        pytest.param({"name": "drf", "arguments": {"enableHierarchy": "false"}}, {"a": 8}, id="argument-off"),
+        pytest.param({"name": "drf"}, {"a": 8}, id="off-by-default"),
     ],
 )
-def test_hierarchy_switch(plugin_conf):
-    objects = [queue("default"), node("n1"), podgroup("j"), pod("j-w-0", "j")]
-    assert session(objects, conf("allocate", [plugin_conf])).plugins["drf"]._hdrf is not None
+def test_hierarchy_switch(plugin_conf, split):
+    # queues weighted 1:3 under root want 8 cpus each of 8: with the hierarchy on, b gets three pods for each
+    # of a's; off, drf orders jobs only and the job of the older queue takes the whole node
+    objects = [
+        node("n1", cpu=8, memory="64Gi"),
+        weighted_queue("qa", "root/a", "1/1"),
+        weighted_queue("qb", "root/b", "1/3"),
+    ]
+    for name in ("a", "b"):
+        objects += [
+            podgroup(name, queue=f"q{name}", min_member=1),
+            *(pod(f"{name}-w-{i}", name) for i in range(8)),
+        ]
+    binds = run(objects, conf("allocate", [plugin_conf])).binds
+    assert Counter(key.split("/")[1].split("-")[0] for key in binds) == split
 
 
 def test_without_hierarchy_queue_order_and_reclaim_abstain():

@@ -247,7 +247,8 @@ def test_overused_queue_is_skipped_without_trying_its_jobs() -> None:
     _, ssn = _overused_session()
     ssn.run()
     assert ssn.jobs["default/busy-next"].fit_errors == {}
-    assert all(t.node == "" for t in ssn.jobs["default/busy-next"].tasks.values())
+    placed = {t.name: t.node for t in ssn.jobs["default/busy-next"].tasks.values()}
+    assert placed == {"busy-next-0": "", "busy-next-1": ""}
 
 
 def test_allocate_events_update_share_and_deallocate_restores_it() -> None:
