@@ -19,7 +19,11 @@ class RunnerConfig(ServiceConfig):
     max_batch_events: int = 2048  # events applied between two reconciles at most
     read_model_interval_s: float = 0.2  # services with a read model write what changed this often
     leader_election: bool = False
-    leader_lease_ttl_s: int = 5
+    # How long a leader that stopped renewing (killed, hung, cut off) keeps its term: a standby takes over
+    # within this plus etcd's expiry check (every 0.5 s). Renewed every third of it, so the leader's loop
+    # may stall up to two thirds of it without losing the term (docs/reliability.md, "Failover"). 2 s is
+    # the shortest lease an etcd with default raft timers grants.
+    leader_lease_ttl_s: int = 2
     instance_id: str = ""  # the election candidate's name; empty: <hostname>-<pid>
     stream_replicas: int = 1  # replicas of LAHAR_EVENTS when this service is the one creating it
 

@@ -66,7 +66,9 @@ class LeaderSeat:
             await leadership.resign()
 
     async def resign(self) -> None:
-        """Hand over at once (on shutdown, after the final checkpoint)."""
+        """Hand over at once (on shutdown, after the final checkpoint): revoking the lease deletes the
+        election key, which wakes a standby's campaign now rather than when the lease would expire."""
         held, self._leadership = self._leadership, None
         if held is not None:
             await held.resign()
+            log.info("resigned the leadership", candidate=self.candidate, token=held.fence.token)
