@@ -22,7 +22,7 @@ from services.cli.stack.layout import (
     lahar_home,
     process_alive,
 )
-from services.cli.stack.supervisor import Supervisor, service_specs
+from services.cli.stack.supervisor import Supervisor, service_health, service_specs
 from shared.servers import http_ok
 
 UP_TIMEOUT_S = 420.0  # healthy processes, then every node bindable (supervisor: up to 300 s)
@@ -34,6 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("-d", "--detach", action="store_true", help="run in the background")
     up.add_argument("--sim-nodes", type=int, default=0, help="N hollow nodes instead of this machine")
     up.add_argument("--replicas", type=int, default=1, help="scheduler replicas (default 1)")
+    up.add_argument(
+        "--standbys",
+        action="store_true",
+        help="a hot standby of the binder, job-controller and queue-controller (fast failover)",
+    )
     up.add_argument("--home", help="state directory (default $LAHAR_HOME or ~/.lahar)")
     up.set_defaults(handler=run_up)
     down = sub.add_parser("down", help="stop the local stack")
@@ -54,7 +59,7 @@ def describe(state: StackState) -> str:
     lines = [f"nats      {state.nats_url}", f"etcd      http://{state.etcd_endpoint}"]
     for service in state.services:
         lines.append(
-            f"{service.name:<18} pid {service.pid:<8} http://127.0.0.1:{service.metrics_port}/metrics"
+            f"{service.name:<20} pid {service.pid:<8} http://127.0.0.1:{service.metrics_port}/metrics"
         )
     lines.append(f"logs      {state.home}/logs/")
     return "\n".join(lines)
@@ -68,7 +73,9 @@ def run_up(args: argparse.Namespace) -> int:
         )
         return 1
     if not args.detach:
-        specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas)
+        specs = service_specs(
+            home, args.sim_nodes, socket.gethostname(), args.replicas, standbys=args.standbys
+        )
 
         def ready(state: StackState) -> None:
             print(describe(state) + "\nready; Ctrl-C stops the stack", flush=True)
@@ -78,6 +85,7 @@ def run_up(args: argparse.Namespace) -> int:
     with (home / "supervisor.log").open("ab") as log:
         command = [sys.executable, "-m", "services.cli.stack", "--home", str(home)]
         command += ["--sim-nodes", str(args.sim_nodes), "--replicas", str(args.replicas)]
+        command += ["--standbys"] if args.standbys else []
         supervisor = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
@@ -135,19 +143,31 @@ def run_down(args: argparse.Namespace) -> int:
 
 def process_rows(state: StackState) -> list[dict[str, object]]:
     """Every process of the stack as `lahar status` shows it: its state from the supervisor's record
-    and a health probe (health.py), never from its PID alone."""
-    processes: list[tuple[RunningServer | RunningService, str]] = [(s, s.url) for s in state.servers]
-    processes += [(s, f"http://127.0.0.1:{s.metrics_port}") for s in state.services]
-    return [
-        {
-            "name": p.name,
-            "pid": p.pid,
-            "state": classify(p.phase, process_alive(p.pid), http_ok(p.health_url)),
-            "restarts": p.restarts,
-            "endpoint": endpoint,
-        }
-        for p, endpoint in processes
-    ]
+    and a health probe (health.py), never from its PID alone; a service's role (leader, standby, or
+    active where nothing is elected) as its /healthz reports it."""
+    rows: list[dict[str, object]] = []
+    for server in state.servers:
+        healthy = http_ok(server.health_url)
+        rows.append(_row(server, server.url, healthy, role=""))
+    for service in state.services:
+        health = service_health(service.metrics_port)
+        healthy = health is not None and bool(health.get("ok"))
+        role = str(health.get("role", "")) if health is not None else ""
+        rows.append(_row(service, f"http://127.0.0.1:{service.metrics_port}", healthy, role))
+    return rows
+
+
+def _row(
+    process: RunningServer | RunningService, endpoint: str, healthy: bool, role: str
+) -> dict[str, object]:
+    return {
+        "name": process.name,
+        "pid": process.pid,
+        "state": classify(process.phase, process_alive(process.pid), healthy),
+        "role": role,
+        "restarts": process.restarts,
+        "endpoint": endpoint,
+    }
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -159,8 +179,14 @@ def run_status(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps({"ready": state.ready, "home": state.home, "processes": rows}, indent=2))
     else:
-        print(f"{'NAME':<18} {'PID':<8} {'STATE':<11} {'RESTARTS':<9} ENDPOINT")
+        print(f"{'NAME':<20} {'PID':<8} {'STATE':<11} {'ROLE':<8} {'RESTARTS':<9} ENDPOINT")
         for row in rows:
-            name, pid, label, restarts = row["name"], row["pid"], row["state"], row["restarts"]
-            print(f"{name:<18} {pid:<8} {label:<11} {restarts:<9} {row['endpoint']}")
+            name, pid, label, role, restarts = (
+                row["name"],
+                row["pid"],
+                row["state"],
+                row["role"],
+                row["restarts"],
+            )
+            print(f"{name:<20} {pid:<8} {label:<11} {role:<8} {restarts:<9} {row['endpoint']}")
     return 0 if state.ready and all(row["state"] == RUNNING for row in rows) else 1

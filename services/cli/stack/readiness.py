@@ -1,6 +1,7 @@
-"""When a local stack can bind (pure): every node agent's nodes are registered in the log, and the binder
-and every scheduler replica know them all as Ready. Healthy processes are not enough: at 10,000 hollow
-nodes the registrations take a while to fold, and a job submitted meanwhile would wait for them."""
+"""When a local stack can bind (pure): every node agent's nodes are registered in the log, and every binder
+instance (a standby too: it binds as soon as it takes over) and every scheduler replica know them all as
+Ready. Healthy processes are not enough: at 10,000 hollow nodes the registrations take a while to fold,
+and a job submitted meanwhile would wait for them."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def waiting_for(healths: Mapping[str, Health | None]) -> str:
     if registered < total:
         return f"nodes registered {registered}/{total}"
     for name, health in sorted(healths.items()):
-        if health is not None and (name == "binder" or name.startswith("scheduler")):
+        if health is not None and (name.startswith("binder") or name.startswith("scheduler")):
             ready = int(health.get("nodes_ready", 0))
             if ready < total:
                 return f"{name} sees {ready}/{total} nodes Ready"

@@ -37,7 +37,21 @@ HEALTH_POLL_S = 0.1
 BINDABLE_TIMEOUT_S = 300.0  # from healthy processes to every node bindable (10,000 nodes take seconds)
 
 
-def service_specs(home: Path, sim_nodes: int, node_name: str, replicas: int) -> list[ServiceSpec]:
+# The single-writer services: one leader each, elected in etcd; --standbys runs a second instance of each.
+ELECTED = (
+    ("queue-controller", "services.queue_controller"),
+    ("job-controller", "services.job_controller"),
+    ("binder", "services.binder"),
+)
+STANDBY_SUFFIX = "-2"
+
+
+def service_specs(
+    home: Path, sim_nodes: int, node_name: str, replicas: int, *, standbys: bool = False
+) -> list[ServiceSpec]:
+    """Every service process of the stack, in start order. With standbys, a second instance of each
+    leader-elected service (named <service>-2) campaigns in the same election: started after the first,
+    it follows the log as a hot standby and takes over when the leader resigns or its lease expires."""
     agent_dir = ("--data-dir", str(home / "data" / "node-agent"))
     if sim_nodes:
         agent_args = ("--runtime", "sim", "--sim-nodes", str(sim_nodes), *agent_dir)
@@ -48,14 +62,14 @@ def service_specs(home: Path, sim_nodes: int, node_name: str, replicas: int) -> 
         ServiceSpec(f"scheduler-{i}", "services.scheduler", ("--replica-id", f"scheduler-{i}"))
         for i in range(replicas)
     ]
-    return [
-        ServiceSpec("admission", "services.admission"),
-        ServiceSpec("queue-controller", "services.queue_controller"),
-        ServiceSpec("job-controller", "services.job_controller"),
-        ServiceSpec("binder", "services.binder"),
-        *schedulers,
-        agent,
+    instances = [""] + ([STANDBY_SUFFIX] if standbys else [])
+    elected = [
+        # the process's stack name is its candidate name, so the election key says which one leads
+        ServiceSpec(f"{name}{suffix}", module, ("--instance-id", f"{name}{suffix}"))
+        for suffix in instances
+        for name, module in ELECTED
     ]
+    return [ServiceSpec("admission", "services.admission"), *elected, *schedulers, agent]
 
 
 def service_healthy(port: int) -> bool:

@@ -23,3 +23,9 @@ def test_a_stack_is_ready_once_every_node_is_registered_and_known_ready_everywhe
     assert waiting_for(healths(10_000, 9_000, (10_000, 10_000))) == "binder sees 9000/10000 nodes Ready"
     assert waiting_for(healths(10_000, 10_000, (10_000, 7))) == "scheduler-1 sees 7/10000 nodes Ready"
     assert waiting_for(healths(10_000, 10_000, (10_000, 10_000))) == ""
+
+
+def test_a_standby_binder_must_know_every_node_ready_too() -> None:
+    # it binds the moment it takes over: a stack whose standby lags would stall after a failover
+    lagging = {**healths(10_000, 10_000, (10_000,)), "binder-2": {"ok": True, "nodes_ready": 9_999}}
+    assert waiting_for(lagging) == "binder-2 sees 9999/10000 nodes Ready"
