@@ -14,6 +14,7 @@ from services.cli import bench_codec, bench_fold, bench_payloads
 from services.cli.bench_e2e.figures import medians
 from services.cli.bench_e2e.run import BenchSpec
 from services.cli.bench_e2e.run import run_bench as run_e2e_bench
+from services.cli.bench_failover import FailoverSpec, run_failover_bench
 from services.scheduler.bench.core_bench import run_bench
 
 
@@ -78,6 +79,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     typed.add_argument("-o", "--output", choices=("json", "table"), default="table")
     typed.set_defaults(handler=run_payloads)
+    failover = kinds.add_parser(
+        "failover", help="how long binding stops when the leading binder is SIGKILLed (stack with standbys)"
+    )
+    failover.add_argument("--nodes", type=int, default=8, help="hollow nodes (default 8)")
+    failover.add_argument("--kills", type=int, default=5, help="leading binders killed, one after the other")
+    failover.add_argument(
+        "--arrival-rate", type=float, default=8.0, metavar="PODS_PER_S", help="steady arrival (default 8)"
+    )
+    failover.add_argument("-o", "--output", choices=("json", "table"), default="table")
+    failover.set_defaults(handler=run_failover)
 
 
 def run_core(args: argparse.Namespace) -> int:
@@ -220,4 +231,27 @@ def run_fold(args: argparse.Namespace) -> int:
     print(f"{'service':18} {'events':>8} {'best/s':>9} {'median/s':>9}   ({args.passes} passes, CPU time)")
     for name, figures in result["services"].items():
         print(f"{name:18} {figures['events']:>8} {figures['best_per_s']:>9} {figures['median_per_s']:>9}")
+    return 0
+
+
+def run_failover(args: argparse.Namespace) -> int:
+    if args.nodes < 1 or args.kills < 1 or args.arrival_rate <= 0:
+        print("lahar bench failover: nodes and kills: integers >= 1; arrival rate: > 0", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    spec = FailoverSpec(nodes=args.nodes, kills=args.kills, pods_per_s=args.arrival_rate)
+    try:
+        result = run_failover_bench(spec, say)
+    except RuntimeError as exc:
+        print(f"lahar bench failover: {exc}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(orjson.dumps(result).decode())
+    else:
+        for key, value in result.items():
+            print(f"{key:18} {value}")
     return 0

@@ -18,10 +18,11 @@ STOP_TIMEOUT_S = 60.0
 
 
 class BenchStack:
-    def __init__(self, home: Path, sim_nodes: int, replicas: int) -> None:
+    def __init__(self, home: Path, sim_nodes: int, replicas: int, *, standbys: bool = False) -> None:
         self.home = home
         self.sim_nodes = sim_nodes
         self.replicas = replicas
+        self.standbys = standbys
         self.process: subprocess.Popen[bytes] | None = None
         self.state: StackState | None = None
 
@@ -31,6 +32,7 @@ class BenchStack:
         self.home.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "services.cli.stack", "--home", str(self.home)]
         command += ["--sim-nodes", str(self.sim_nodes), "--replicas", str(self.replicas)]
+        command += ["--standbys"] if self.standbys else []
         started = time.monotonic()
         with (self.home / "supervisor.log").open("ab") as log:
             self.process = subprocess.Popen(
