@@ -4,7 +4,7 @@ because of it (they wait and retry), and every job finishes with the log's invar
 
 A server restarts within a second, too soon to look at; so the test keeps the killed server's port taken
 (accepting and closing every connection) for a while: the supervisor's restarts fail, back off and go
-on until the port is free again. etcd stays away longer than the leaders' lease (5 s), so the binder and
+on until the port is free again. etcd stays away longer than the leaders' lease (2 s), so the binder and
 both controllers lose their terms and must campaign again. NATS stays away for less than the binder's
 node timeout (10 s): a longer outage makes the binder declare every node NotReady and its pods lost (its
 heartbeats stop arriving), and the jobs then finish only by re-running those pods (docs/reliability.md).
