@@ -3,11 +3,11 @@
 It starts them in dependency order on free loopback ports, waits until each reports healthy and then until
 the stack can bind on every node (readiness.py), and records the stack in `stack.json`. Whatever exits
 while the stack is meant to run is reaped and started again, after a backoff (backoff.py): a service on
-the same metrics port (it resumes from its checkpoint and the log), nats-server and etcd on the same ports
-and data directories (server_keeper.py). stack.json says what it is doing about each process (starting,
-running, restarting), for `lahar status`. On SIGTERM/SIGINT it stops them in reverse order (SIGTERM to
-each process group, SIGKILL after a grace period) before removing the record. Everything it starts, it
-stops, by PID.
+the same metrics port while that is free (it resumes from its checkpoint and the log), nats-server and
+etcd on the same ports and data directories (server_keeper.py). stack.json says what it is doing about
+each process (starting, running, restarting), for `lahar status`. On SIGTERM/SIGINT it stops them in
+reverse order (SIGTERM to each process group, SIGKILL after a grace period) before removing the record.
+Everything it starts, it stops, by PID.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -70,6 +71,17 @@ def service_specs(
         for name, module in ELECTED
     ]
     return [ServiceSpec("admission", "services.admission"), *elected, *schedulers, agent]
+
+
+def port_bindable(port: int) -> bool:
+    """Whether a server could listen on the loopback port now (as the services do, with SO_REUSEADDR)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def service_healthy(port: int) -> bool:
@@ -162,7 +174,10 @@ class Supervisor:
                 return
             with Path(record.log).open("ab") as log:
                 log.write(f"--- lahar: {spec.name} exited with {code}; restarting\n".encode())
-            await self._launch(spec, self.home / "logs", port=record.metrics_port, phase=RESTARTING)
+            # the same port when it can be had (what scrapes it keeps working); a loopback port is in the
+            # ephemeral range, so an outbound connection may hold it as its source port meanwhile
+            port = record.metrics_port if port_bindable(record.metrics_port) else free_port()
+            await self._launch(spec, self.home / "logs", port=port, phase=RESTARTING)
 
     async def _watch_until_healthy(self, process: asyncio.subprocess.Process, record: RunningService) -> None:
         """Mark the service running once it answers its health check (a restarted service may wait a

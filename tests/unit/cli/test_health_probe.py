@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.cli.stack.supervisor import service_health, service_healthy
+from services.cli.stack.supervisor import port_bindable, service_health, service_healthy
 
 
 @pytest.fixture
@@ -43,3 +43,21 @@ def not_http_port() -> Iterator[int]:
 def test_a_port_that_does_not_speak_http_is_not_healthy(not_http_port: int) -> None:
     assert service_healthy(not_http_port) is False
     assert service_health(not_http_port) is None
+
+
+def test_a_port_held_by_a_connection_is_not_bindable_and_a_released_one_is() -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    client = socket.create_connection(server.getsockname())
+    held = client.getsockname()[1]  # the client's source port: in use, though nothing listens on it
+    try:
+        assert not port_bindable(held)
+    finally:
+        client.close()
+        server.close()
+    released = socket.socket()
+    released.bind(("127.0.0.1", 0))
+    port = released.getsockname()[1]
+    released.close()
+    assert port_bindable(port)
