@@ -63,8 +63,12 @@ def quote(text: str) -> str:
 
 def deeper_than(tree: object, limit: int = MAX_NESTING_DEPTH) -> bool:
     """Whether mappings and lists nest more than `limit` levels in `tree` (a parsed document). Walked with
-    an explicit stack, so a tree of any depth is measured without recursion."""
+    an explicit stack, so a tree of any depth is measured without recursion. A collection met again (a
+    YAML alias makes one object appear in many places) is walked again only when met deeper than before,
+    so an alias bomb, a few lines that stand for billions of paths, is measured in time linear in its
+    text instead of in its paths."""
     stack: list[tuple[object, int]] = [(tree, 0)]
+    deepest: dict[int, int] = {}  # id of a collection walked -> the greatest depth it was walked at
     while stack:
         node, depth = stack.pop()
         if isinstance(node, Mapping):
@@ -75,5 +79,8 @@ def deeper_than(tree: object, limit: int = MAX_NESTING_DEPTH) -> bool:
             continue
         if depth + 1 > limit:
             return True
+        if deepest.get(id(node), -1) >= depth:
+            continue  # everything below it was measured from as deep already
+        deepest[id(node)] = depth
         stack.extend((child, depth + 1) for child in children)
     return False

@@ -1,0 +1,126 @@
+"""Fuzzing `lahar validate`: 2,000 mutated manifests (tests/support/manifest_fuzz.py) through the function
+the command calls, in process, and some through the command itself. No input may raise, hang, or be
+refused without naming where it is wrong (`unnamed`). Below them, the examples the fuzzing found, kept
+as regression tests."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from support.manifest_fuzz import SEEDS, Mutant, mutated_manifests, unnamed, within
+
+from contracts.limits import deeper_than
+from contracts.parse import parse_documents
+from services.admission.validate_cmd import validate_files
+from services.cli.main import main
+
+HANG_S = 15.0  # far longer than any manifest takes (the slowest, a mebibyte of YAML, takes about 1 s)
+FUZZ = settings(
+    max_examples=2000,
+    deadline=None,
+    derandomize=True,  # the same examples on every run: CI is reproducible
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+
+
+@pytest.fixture(scope="module")
+def manifest_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz") / "manifest.yaml"
+
+
+def as_dicts(errors: list) -> list[dict[str, str]]:
+    return [{"document": e.document, "path": e.path, "message": e.message} for e in errors]
+
+
+def test_mutated_manifests_are_accepted_or_refused_at_a_field_by_validate(manifest_file: Path) -> None:
+    outcomes: Counter[str] = Counter()
+
+    @FUZZ
+    @given(mutated_manifests())
+    def check(mutant: Mutant) -> None:
+        manifest_file.write_bytes(mutant.data)
+        with within(HANG_S, mutant):
+            count, errors = validate_files([str(manifest_file)])
+        outcomes["refused" if errors else "accepted"] += 1
+        assert not unnamed(as_dicts(errors), str(manifest_file)), (mutant, errors)
+        if not errors:
+            # an accepted file is one of objects: every document it holds made one
+            parsed, problems = parse_documents(mutant.data.decode(), "again")
+            assert count == len(parsed) and not problems
+
+    check()
+    # both ways out were taken often: the mutants are neither all garbage nor all harmless
+    assert outcomes["accepted"] >= 100 and outcomes["refused"] >= 1000, outcomes
+
+
+def test_mutated_manifests_through_the_validate_command(manifest_file: Path) -> None:
+    @settings(FUZZ, max_examples=100)
+    @given(mutated_manifests())
+    def check(mutant: Mutant) -> None:
+        manifest_file.write_bytes(mutant.data)
+        out = io.StringIO()
+        with (
+            within(HANG_S, mutant),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
+            code = main(["validate", "-f", str(manifest_file), "-o", "json"])
+        report = json.loads(out.getvalue())
+        assert code == (0 if report["valid"] else 1), (mutant, report)
+        assert report["valid"] == (not report["errors"])
+        assert not unnamed(report["errors"], str(manifest_file)), (mutant, report)
+
+    check()
+
+
+# --- found by the fuzzing --------------------------------------------------------------------------------
+
+
+def billion_laughs(levels: int, width: int) -> str:
+    """`levels` lists, each holding `width` aliases of the one before: width**levels paths, a few lines."""
+    lines = ["a0: &a0 [lol]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+def shared_tree(levels: int) -> Iterator[object]:
+    tree: object = "leaf"
+    for _ in range(levels):
+        tree = [tree, {"again": tree}]
+        yield tree
+
+
+def test_an_alias_bomb_in_a_file_is_measured_without_walking_every_path(manifest_file: Path) -> None:
+    # lahar validate reads a user's file, aliases and all: an alias bomb of 9**9 paths beside a valid Job
+    # once kept it walking the paths (to measure their depth) for minutes
+    job = next(doc for doc in SEEDS if doc["kind"] == "Job" and doc["spec"].get("queue") == "default")
+    manifest_file.write_text(yaml.safe_dump(job) + billion_laughs(9, 9))
+    with within(HANG_S, "validate of an alias bomb"):
+        count, errors = validate_files([str(manifest_file)])
+    assert (count, errors) == (1, [])  # the bomb's keys are unknown fields, ignored
+
+
+def test_nesting_depth_of_shared_and_cyclic_trees() -> None:
+    *_, tree = shared_tree(60)  # 2**60 paths, 120 levels deep
+    with within(HANG_S, "deeper_than of a shared tree"):
+        assert deeper_than(tree)
+        assert not deeper_than(tree, limit=120)
+        assert deeper_than(tree, limit=119)
+    # one list met at two depths, in either order: the deeper meeting is the one that counts
+    leaf: list[object] = [[["x"]]]
+    for tree in ([leaf, [[[[leaf]]]]], [[[[[leaf]]]], leaf]):
+        assert deeper_than(tree, limit=7)
+        assert not deeper_than(tree, limit=8)
+    loop: list[object] = []
+    loop.append(loop)  # YAML's `&l [*l]`
+    assert deeper_than({"spec": loop})
