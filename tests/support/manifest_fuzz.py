@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+
+from contracts.limits import DOCUMENT_MAX_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -74,15 +77,23 @@ DOCUMENT_LEVEL = re.compile(
 )
 
 
+def _names_source(document: str, source: str) -> bool:
+    # a document's name is cut short past DOCUMENT_MAX_CHARS (a long intake subject makes a long source)
+    return document.startswith(source) or (
+        len(source) > DOCUMENT_MAX_CHARS and document.startswith(source[:DOCUMENT_MAX_CHARS])
+    )
+
+
 def unnamed(errors: Iterable[Mapping[str, str]], source: str) -> list[Mapping[str, str]]:
     """The errors (as {"document", "path", "message"}) that do not name a field: an error names one when
     its document is named after `source` (the file, request or intake message) and either its path is a
-    field path, or its path is empty and its message is one of DOCUMENT_LEVEL's problems. A crash caught
+    field path, or its path is empty and its message is one of DOCUMENT_LEVEL's problems (a name past
+    DOCUMENT_MAX_CHARS is cut short, so then its first characters are the source's). A crash caught
     and reported ("admission failed on this ...") names nothing, so it is always among them."""
     return [
         error
         for error in errors
-        if not error["document"].startswith(source)
+        if not _names_source(error["document"], source)
         or not error["message"]
         or not (
             FIELD_PATH.fullmatch(error["path"]) if error["path"] else DOCUMENT_LEVEL.match(error["message"])
@@ -482,3 +493,24 @@ def mutated_manifests(
         text = _over_a_mebibyte(text)
     data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     return Mutant(data, *_identity(docs[0]), notes=notes)
+
+
+def draw_mutants(count: int, strategy: st.SearchStrategy[Mutant] | None = None) -> list[Mutant]:
+    """`count` mutants, the same ones on every run, for a test that sends them somewhere asynchronously
+    (a running stack) rather than inside a Hypothesis test."""
+    drawn: list[Mutant] = []
+
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy if strategy is not None else mutated_manifests())
+    def collect(mutant: Mutant) -> None:
+        drawn.append(mutant)
+
+    collect()
+    return drawn
