@@ -155,8 +155,10 @@ def reply(
     seq: int = 0,
     errors: Sequence[FieldError] = (),
     max_bytes: int | None = None,
+    source: str = REQUEST,
 ) -> dict[str, Any]:
-    """The reply; with max_bytes, it lists only as many errors as keep its JSON within that size."""
+    """The reply; with max_bytes, it lists only as many errors as keep its JSON within that size, and
+    says how many more there were as an error of `source` (what the request's documents are named after)."""
     accepted = plan is not None and plan.accepted
     found = list(errors) or (list(plan.errors) if plan is not None else [])
     answer: dict[str, Any] = {
@@ -175,7 +177,7 @@ def reply(
         def size(listed: Sequence[FieldError]) -> int:
             return len(json.dumps({**answer, "errors": _listed(listed)}).encode())
 
-        answer["errors"] = _listed(fit_errors(found, size, max_bytes, REQUEST))
+        answer["errors"] = _listed(fit_errors(found, size, max_bytes, source))
     return answer
 
 
@@ -288,7 +290,14 @@ class ApiServer:
                 build = command_requests(_json_object(data))
             submitted = await self.port.submit(build, request_id, dry_run=dry_run)
         except Invalid as exc:
-            return reply(None, code="invalid", dry_run=dry_run, errors=exc.errors, max_bytes=room)
+            return reply(
+                None,
+                code="invalid",
+                dry_run=dry_run,
+                errors=exc.errors,
+                max_bytes=room,
+                source=source or REQUEST,
+            )
         except Conflict as exc:
             return reply(None, code="conflict", dry_run=dry_run, errors=[FieldError(REQUEST, "", str(exc))])
         except (Unavailable, BusError) as exc:
@@ -302,4 +311,11 @@ class ApiServer:
             log.exception("admission could not decide a request", verb=verb, request_id=request_id)
             message = f"admission failed on this request: {type(exc).__name__}: {exc}"
             return reply(None, code="error", dry_run=dry_run, errors=[FieldError(REQUEST, "", message)])
-        return reply(submitted.plan, code="invalid", dry_run=dry_run, seq=submitted.seq, max_bytes=room)
+        return reply(
+            submitted.plan,
+            code="invalid",
+            dry_run=dry_run,
+            seq=submitted.seq,
+            max_bytes=room,
+            source=source or REQUEST,
+        )

@@ -1,7 +1,7 @@
 """Fuzzing `lahar validate`: 2,000 mutated manifests (tests/support/manifest_fuzz.py) through the function
 the command calls, in process, and some through the command itself. No input may raise, hang, or be
-refused without naming where it is wrong (`unnamed`). Below them, the examples the fuzzing found, kept
-as regression tests."""
+refused without naming where it is wrong (`unnamed`). Below them, what the fuzzing found, here and
+through a running stack (tests/e2e/test_fuzz_stack.py), kept as regression tests."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from support.manifest_fuzz import SEEDS, Mutant, mutated_manifests, unnamed, within
 
+from contracts.errors import FieldError
 from contracts.limits import deeper_than
 from contracts.parse import parse_documents
+from services.admission.api import reply
 from services.admission.validate_cmd import validate_files
 from services.cli.main import main
 
@@ -41,6 +43,7 @@ def as_dicts(errors: list) -> list[dict[str, str]]:
     return [{"document": e.document, "path": e.path, "message": e.message} for e in errors]
 
 
+@pytest.mark.slow  # some 20 s on a 2-core machine
 def test_mutated_manifests_are_accepted_or_refused_at_a_field_by_validate(manifest_file: Path) -> None:
     outcomes: Counter[str] = Counter()
 
@@ -124,3 +127,19 @@ def test_nesting_depth_of_shared_and_cyclic_trees() -> None:
     loop: list[object] = []
     loop.append(loop)  # YAML's `&l [*l]`
     assert deeper_than({"spec": loop})
+
+
+def test_an_api_reply_with_more_errors_than_it_lists_counts_the_rest_under_the_requests_source() -> None:
+    # the stack fuzz sent 1001 Queue documents without a name as "fuzz-183": 1903 errors, the last of the
+    # listed was "and 1902 more errors" of a document named "request" instead of the source
+    errors = [
+        FieldError(f"fuzz-183#{n} (Queue)", "metadata.name", "required field is missing")
+        for n in range(1, 1002)
+    ]
+    answer = reply(None, code="invalid", dry_run=False, errors=errors, max_bytes=1 << 20, source="fuzz-183")
+    assert len(answer["errors"]) == 101
+    assert answer["errors"][-1] == {"document": "fuzz-183", "path": "", "message": "and 901 more errors"}
+    assert not unnamed(answer["errors"], "fuzz-183")
+    # a request that names no source is "request", as before
+    unnamed_source = reply(None, code="invalid", dry_run=False, errors=errors, max_bytes=1 << 20)
+    assert unnamed_source["errors"][-1]["document"] == "request"
