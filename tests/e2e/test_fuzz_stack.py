@@ -33,7 +33,7 @@ from shared.bus.subjects import DEADLETTER_STREAM, INTAKE_ROOT, INTAKE_STREAM, e
 from shared.client import LaharClient, LaharError
 from shared.client_reads import Answer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow  # a stack of its own and 500 manifests through it
 
 API_MUTANTS = 300
 INTAKE_MUTANTS = 200

@@ -19,6 +19,7 @@ import json
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -108,8 +109,11 @@ class Hang(AssertionError):
 @contextlib.contextmanager
 def within(seconds: float, what: object) -> Iterator[None]:
     """Fail with Hang, naming `what`, if the block runs longer than `seconds` (an interval timer's
-    signal interrupts it, so a hang in process becomes a failure instead of a stuck test run)."""
-    if threading.current_thread() is not threading.main_thread():
+    signal interrupts it, so a hang in process becomes a failure that names its input). A timer already
+    running (pytest-timeout's, for the whole test) is put back afterwards, less the time spent; if it
+    would fire first, it is left alone to do so."""
+    running = signal.getitimer(signal.ITIMER_REAL)[0]
+    if threading.current_thread() is not threading.main_thread() or 0 < running <= seconds:
         yield  # signals reach the main thread only
         return
 
@@ -117,12 +121,15 @@ def within(seconds: float, what: object) -> Iterator[None]:
         raise Hang(f"still running after {seconds}s: {what!r}")
 
     previous = signal.signal(signal.SIGALRM, expired)
+    started = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if running:
+            signal.setitimer(signal.ITIMER_REAL, max(running - (time.monotonic() - started), 0.001))
 
 
 # --- odd values ------------------------------------------------------------------------------------
