@@ -28,13 +28,14 @@ from typing import Any
 
 import orjson
 
+from services.cli.bench_e2e.follow import follow_binds_and_phases
 from services.cli.bench_e2e.stack import BenchStack
 from services.cli.bench_e2e.workload import NAMESPACE, bench_jobs
 from services.cli.stack.layout import StackState
 from services.cli.stack.supervisor import STANDBY_SUFFIX, service_health
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, event_filter, intake_subject, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, intake_subject, parse_event_subject
 
 BINDERS = ("binder", f"binder{STANDBY_SUFFIX}")
 FINAL_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
@@ -101,16 +102,6 @@ class BindLog:
 
     def first_bind_after(self, at: float) -> float | None:
         return next((t for t in self.bind_times if t > at), None)
-
-
-async def _follow(bus: Bus, log: BindLog, from_seq: int) -> None:
-    filters = [
-        event_filter("pod", NAMESPACE, event_type="PodBound"),
-        event_filter("job", NAMESPACE, event_type="JobStatusChanged"),
-    ]
-    async for records in bus.follow_batches(EVENTS_STREAM, from_seq, filters):
-        for record in records:
-            log.observe(record.subject, record.data)
 
 
 async def _publish_steadily(bus: Bus, spec: FailoverSpec, published: list[str], stop: asyncio.Event) -> None:
@@ -188,7 +179,9 @@ async def _measure(spec: FailoverSpec, stack: BenchStack, say: Callable[[str], N
     bus = await Bus.connect(stack.state.nats_url, name="lahar-bench-failover")
     log, stop = BindLog(), asyncio.Event()
     published: list[str] = []
-    follower = asyncio.create_task(_follow(bus, log, await bus.last_seq(EVENTS_STREAM) + 1))
+    follower = asyncio.create_task(
+        follow_binds_and_phases(bus, log.observe, await bus.last_seq(EVENTS_STREAM) + 1)
+    )
     publisher = asyncio.create_task(_publish_steadily(bus, spec, published, stop))
     try:
         kills = []

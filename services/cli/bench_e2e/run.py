@@ -21,6 +21,7 @@ import orjson
 
 from services.cli.bench_e2e import costs, procstat
 from services.cli.bench_e2e.figures import RoundTimes, round_figures
+from services.cli.bench_e2e.follow import follow_binds_and_phases
 from services.cli.bench_e2e.rawpub import raw_publish_rate
 from services.cli.bench_e2e.replay import replay_rates
 from services.cli.bench_e2e.stack import BenchStack
@@ -28,7 +29,7 @@ from services.cli.bench_e2e.workload import NAMESPACE, BenchJob, arrival_offsets
 from services.cli.stack.layout import StackState
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, event_filter, intake_subject, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, intake_subject, parse_event_subject
 
 FINAL_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
 
@@ -97,16 +98,6 @@ async def _publish(bus: Bus, round_: _Round, jobs: list[BenchJob], offsets: list
     await bus.js.publish_async_completed()
 
 
-async def _watch(bus: Bus, round_: _Round, from_seq: int) -> None:
-    filters = [
-        event_filter("pod", NAMESPACE, event_type="PodBound"),
-        event_filter("job", NAMESPACE, event_type="JobStatusChanged"),
-    ]
-    async for records in bus.follow_batches(EVENTS_STREAM, from_seq, filters):
-        for record in records:
-            round_.observe(record.subject, record.data)
-
-
 async def _counters(stack: BenchStack) -> dict[str, dict[str, float]]:
     state = StackState.read(stack.home)
     services = [] if state is None else state.services
@@ -129,7 +120,9 @@ async def _run_round(
     pids = stack.pids()
     cpu_before = {name: procstat.cpu_seconds(pid) for name, pid in pids.items()}
     counters_before = await _counters(stack)
-    watcher = asyncio.create_task(_watch(bus, round_, await bus.last_seq(EVENTS_STREAM) + 1))
+    watcher = asyncio.create_task(
+        follow_binds_and_phases(bus, round_.observe, await bus.last_seq(EVENTS_STREAM) + 1)
+    )
     say(f"round {index + 1}: publishing {len(jobs)} jobs ({pods} pods)")
     publisher = asyncio.create_task(_publish(bus, round_, jobs, arrival_offsets(jobs, spec.arrival_rate)))
     deadline = time.monotonic() + spec.round_timeout_s
