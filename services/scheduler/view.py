@@ -119,6 +119,7 @@ class SchedulerView:
             hypernodes=self._cached("hypernodes", self.hypernodes),
             sequence=self.seq if seq is None else seq,
             node_base=self._node_rows.base(),
+            task_facts=self._shown.live_facts(),
         )
 
     def _cached(self, kind: str, objects: Mapping[str, Any]) -> tuple[Any, ...]:

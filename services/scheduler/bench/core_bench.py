@@ -55,6 +55,7 @@ class _Cluster:
             podgroups=self.objects.live_podgroups(),
             queues=self.queues,
             node_base=self.rows.base(),
+            task_facts=self.objects.live_facts(),
         )
 
     def put(self, obj: Pod | PodGroup) -> None:

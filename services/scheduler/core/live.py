@@ -14,7 +14,9 @@ A pod that is pending, bound, running or terminating is always seen, whatever it
 resources or waits for them. A finished group comes back if one of its pods comes back to life (a new
 pod is created for it) or its job leaves a final phase.
 
-Every change costs O(1), except that a group turning finished or live again re-sorts its own pods.
+Every change costs O(1), except that a group turning finished or live again re-sorts its own pods. A live
+pod's task facts (`model/facts.py`) are kept here too: computed once per version of the pod, when a
+snapshot first asks for them, and handed to every session with the snapshot.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from contracts.objects import Pod, PodGroup
+from services.scheduler.core.model.facts import TaskFacts, task_facts
 from services.scheduler.core.snapshot import podgroup_key
 
 FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
@@ -40,6 +43,7 @@ class LiveObjects:
     goes into a snapshot (`live_pods()`, `live_podgroups()`, tuples cached until they change)."""
 
     __slots__ = (
+        "_facts",
         "_final_jobs",
         "_finished_groups",
         "_live",
@@ -54,6 +58,7 @@ class LiveObjects:
         self.pods: dict[str, Pod] = {}
         self.podgroups: dict[str, PodGroup] = {}
         self._live: dict[str, dict[str, Any]] = {"pods": {}, "podgroups": {}}
+        self._facts: dict[str, TaskFacts] = {}  # live pod key -> its facts (of the pod as it was asked)
         self._tuples: dict[str, tuple[Any, ...]] = {}
         self._members: dict[str, set[str]] = {}  # group key -> keys of its pods
         self._unfinished: dict[str, int] = {}  # group key -> how many of its pods have not finished
@@ -79,6 +84,21 @@ class LiveObjects:
 
     def live_podgroups(self) -> tuple[PodGroup, ...]:
         return self._tuple("podgroups")
+
+    def live_facts(self) -> tuple[TaskFacts, ...]:
+        """The live pods' task facts, in the order of `live_pods()`. A pod's facts are computed once per
+        version of the pod, the first time a snapshot asks after it changed, and kept while it is live."""
+        cached = self._tuples.get("facts")
+        if cached is None:
+            known = self._facts
+            facts = []
+            for key, pod in self._live["pods"].items():
+                kept = known.get(key)
+                if kept is None or kept.pod is not pod:
+                    kept = known[key] = task_facts(pod)
+                facts.append(kept)
+            cached = self._tuples["facts"] = tuple(facts)
+        return cached
 
     def _tuple(self, kind: str) -> tuple[Any, ...]:
         cached = self._tuples.get(kind)
@@ -173,6 +193,8 @@ class LiveObjects:
             group = podgroup_key(pod)
             if group not in self.podgroups or group in self._finished_groups:
                 pod = None
+        if pod is None:
+            self._facts.pop(key, None)
         self._set_live("pods", key, pod)
 
     def _set_live(self, kind: str, key: str, obj: Any | None) -> None:
@@ -185,3 +207,5 @@ class LiveObjects:
         else:
             live[key] = obj
         self._tuples.pop(kind, None)
+        if kind == "pods":
+            self._tuples.pop("facts", None)

@@ -4,7 +4,9 @@ A snapshot is a value: the scheduler service builds it from its event-fed view, 
 YAML files, replay from a recorded log. Sessions never modify it.
 
 A producer that keeps the node table between sessions (the scheduler's view) passes it as `node_base`,
-the same nodes in the same order as `nodes`; without one a session builds it from the Node objects.
+the same nodes in the same order as `nodes`; without one a session builds it from the Node objects. It
+likewise passes each pod's task facts (`task_facts`, in the order of `pods`); without them a session
+computes them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.objects import HyperNode, Node, ObjectMeta, Pod, PodGroup, PriorityClass, Queue
+from services.scheduler.core.model.facts import TaskFacts, task_facts
 from services.scheduler.core.model.node_base import NodeBase
 
 DEFAULT_QUEUE = "default"
@@ -33,9 +36,17 @@ class ClusterSnapshot:
     # the event-log sequence this snapshot reflects (0 for offline inputs)
     sequence: int = 0
     node_base: NodeBase | None = field(default=None, compare=False, repr=False)
+    # each pod's task facts, in the order of `pods` (the scheduler's view keeps them between sessions)
+    task_facts: tuple[TaskFacts, ...] | None = field(default=None, compare=False, repr=False)
 
     def nodes_as_base(self) -> NodeBase:
         return self.node_base if self.node_base is not None else NodeBase.build(self.nodes)
+
+    def facts(self) -> tuple[TaskFacts, ...]:
+        """Every pod's task facts: kept ones, else computed now."""
+        if self.task_facts is not None:
+            return self.task_facts
+        return tuple(task_facts(pod) for pod in self.pods)
 
     @classmethod
     def from_objects(cls, objects: Iterable[object], sequence: int = 0) -> ClusterSnapshot:

@@ -1,9 +1,14 @@
 """Turn an immutable ClusterSnapshot into a session's mutable working model (jobs, tasks, queues, nodes).
 
 Every PodGroup becomes a job, owned or not, so that queue shares and victims are the whole cluster's. A
-pod becomes a task unless it is a pending pod with a request in a job this replica does not own: such a
-pod is only counted on its job (another replica places it), so opening a session costs one task per pod
-that is on a node or that this replica may place, not one per pending pod in the cluster.
+pod of a job this replica owns becomes a task. A pod of a job another replica owns is only counted on its
+job when pending with a request (another replica places it), and also when it is on a node unless the
+session may evict it (preempt or reclaim configured: `victims`); pods on nodes are charged to the node
+table either way. So opening a session costs one task per pod this replica may place or evict, plus a
+count per other pod, not a task per pod in the cluster.
+
+Tasks are made from each pod's facts (`model/facts.py`), which the scheduler's view keeps between
+sessions; only what depends on the session (priority, request vector, job) is resolved here.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ import numpy as np
 
 from contracts.objects import ObjectMeta, Pod, PodGroup, PriorityClass
 from contracts.resources import Resources
+from services.scheduler.core.model.facts import TaskFacts
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.nodes import NodeTable
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.resource_index import ResourceIndex
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
-from services.scheduler.core.snapshot import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, ClusterSnapshot
+from services.scheduler.core.snapshot import QUEUE_NAME_ANNOTATION, ClusterSnapshot
 
 # which PodGroups (by key) this session places; None: every one
 Owns = Callable[[str], bool]
@@ -65,37 +71,25 @@ def _implicit_podgroup(pod: Pod) -> PodGroup:
     )
 
 
-def _only_counted(pod: Pod, requests: Resources) -> bool:
-    """Whether a pod of another replica's job can be only counted: pending, unbound, asking for something.
-    (Best-effort pods stay tasks: the gang plugin counts them as placed, also in victim jobs.)"""
-    return (
-        not pod.spec.node_name
-        and pod.status.phase == "Pending"
-        and pod.meta.deletion_timestamp is None
-        and not requests.is_empty()
-    )
-
-
-def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None) -> WorkingModel:
+def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None, *, victims: bool = True) -> WorkingModel:
+    """`victims`: whether pods of other replicas' jobs on nodes must be tasks (a preempt or reclaim action
+    may evict them); without, they are only counted on their job and charged to their node."""
     classes = {pc.meta.name: pc for pc in snapshot.priority_classes}
     default_priority = _default_priority(classes)
 
     podgroups: dict[str, PodGroup] = {pg.meta.key: pg for pg in snapshot.podgroups}
-    grouped: list[tuple[Pod, str, Resources]] = []
-    for pod in snapshot.pods:
-        group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
-        if group:
-            key = f"{pod.meta.namespace}/{group}"
-        elif pod.spec.node_name:
-            key = ""  # a bound pod of no PodGroup: it only uses node capacity
-        else:
-            implicit = _implicit_podgroup(pod)
+    grouped: list[tuple[TaskFacts, str]] = []
+    for facts in snapshot.facts():
+        key = facts.group
+        if not key and not facts.node:
+            implicit = _implicit_podgroup(facts.pod)
             podgroups.setdefault(implicit.meta.key, implicit)
             key = implicit.meta.key
-        grouped.append((pod, key, pod.spec.effective_requests()))
+        # key "": a bound pod of no PodGroup, it only uses node capacity
+        grouped.append((facts, key))
 
     # equal requests are one shared object (effective_requests is cached), so this is a short walk
-    dims = {name for requests in {r for _, _, r in grouped} for name in requests}
+    dims = {name for requests in {f.requests for f, _ in grouped} for name in requests}
     nodes = NodeTable(snapshot.nodes_as_base().widened(dims))
     resources = nodes.resources
 
@@ -107,34 +101,76 @@ def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None) -> WorkingM
     model = WorkingModel(resources, nodes, jobs, {}, classes, default_priority)
     # tasks with equal requests share one read-only vector
     vectors: dict[Resources, tuple[np.ndarray, np.ndarray]] = {}
-    for pod, key, requests in grouped:
+    charges = _Charges()
+    node_index = nodes.index
+    for facts, key in grouped:
         job = jobs.get(key) if key else None
-        if job is not None and not job.owned and _only_counted(pod, requests):
-            job.add_unplaced(requests)
+        requests = facts.requests
+        modelled = job is None or job.owned
+        if not modelled and facts.waits and not (facts.best_effort and victims):
+            # (a best-effort one stays a task where victims are: the gang plugin counts it as placed)
+            job.add_unplaced(requests)  # type: ignore[union-attr]
             continue
-        pod_priority = pod.spec.priority
-        if pod_priority is None:
-            fallback = job.priority if job is not None else default_priority
-            pod_priority = _priority_of(pod.spec.priority_class_name, classes, fallback)
+        node = facts.node
+        row = -1
+        if node:
+            found = node_index.get(node)
+            if found is None:
+                model.skipped_pods.append(f"{facts.key}: bound to unknown node {node}")
+                continue
+            row = found
         shared = vectors.get(requests)
         if shared is None:
             vector = resources.vector(requests)
             shared = vectors[requests] = (vector, np.flatnonzero(vector > 0))
         vector, columns = shared
-        task = TaskInfo(pod, key, pod_priority, vector, columns, requests)
-        if task.node:
-            index = nodes.index.get(task.node)
-            if index is None:
-                model.skipped_pods.append(f"{task.key}: bound to unknown node {task.node}")
-                continue
-            task.node_index = index
-            if task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
-                nodes.add_task(index, task)
+        holds = row >= 0 and facts.status not in _FINISHED
+        if holds:
+            charges.add(row, vector, releasing=facts.status is TaskStatus.RELEASING)
+        if not modelled and not victims:
+            job.add_counted(requests, facts.role, facts.status)  # type: ignore[union-attr]
+            continue
+        if job is None and not victims and not key:
+            continue  # a bound pod of no PodGroup: charged to its node, never moved by this session
+        pod_priority = facts.pod_priority
+        if pod_priority is None:
+            fallback = job.priority if job is not None else default_priority
+            pod_priority = _priority_of(facts.pod.spec.priority_class_name, classes, fallback)
+        task = TaskInfo(facts, key, pod_priority, vector, columns)
+        if row >= 0:
+            task.node_index = row
+            if holds:
+                nodes.register(row, task)
         if job is None:
             if key:
                 model.skipped_pods.append(f"{task.key}: PodGroup {key} not found")
             continue
         job.add_task(task)
+    charges.apply(nodes)
 
     model.queues = {q.meta.name: QueueInfo(q) for q in snapshot.queues}
     return model
+
+
+_FINISHED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+class _Charges:
+    """The pods on nodes, gathered to be charged to the node table in one go (`NodeTable.charge`)."""
+
+    __slots__ = ("releasing", "running")
+
+    def __init__(self) -> None:
+        # (rows, vectors) of pods that hold their node normally, and of Releasing ones
+        self.running: tuple[list[int], list[np.ndarray]] = ([], [])
+        self.releasing: tuple[list[int], list[np.ndarray]] = ([], [])
+
+    def add(self, row: int, vector: np.ndarray, *, releasing: bool) -> None:
+        rows, vectors = self.releasing if releasing else self.running
+        rows.append(row)
+        vectors.append(vector)
+
+    def apply(self, nodes: NodeTable) -> None:
+        for (rows, vectors), releasing in ((self.running, False), (self.releasing, True)):
+            if rows:
+                nodes.charge(np.asarray(rows, dtype=np.intp), np.stack(vectors), releasing=releasing)

@@ -29,6 +29,9 @@ from services.scheduler.core.model.topology import HyperNodeTopology
 from services.scheduler.core.registry import ACTIONS, PLUGINS
 from services.scheduler.core.snapshot import ClusterSnapshot
 
+# the actions that evict running tasks, possibly of jobs another replica owns
+EVICTING_ACTIONS = frozenset({"preempt", "reclaim"})
+
 
 class Session(TierDispatch):
     def __init__(
@@ -46,7 +49,8 @@ class Session(TierDispatch):
         self.uid = session_id
         self.now = now
         self.rng = random.Random(seed)
-        model = build_model(snapshot, owns)
+        # other replicas' pods on nodes are tasks only if an action here may evict them
+        model = build_model(snapshot, owns, victims=bool(EVICTING_ACTIONS.intersection(self.conf.actions)))
         self.resources = model.resources
         self.nodes = model.nodes
         self.jobs: dict[str, JobInfo] = model.jobs

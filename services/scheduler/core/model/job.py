@@ -28,14 +28,18 @@ class JobInfo:
     """Mutable per-session state of one PodGroup. Counters by status are kept incrementally because the
     gang checks run after every placement.
 
-    A job this replica does not own (`owned` False) is never placed by the session, only seen: its pods
-    on nodes are tasks (they use the nodes, they may be victims), its pending pods with a request are
-    only counted in `unplaced` (request -> pods), which is what queue shares need of them."""
+    A job this replica does not own (`owned` False) is never placed by the session, only seen: its pending
+    pods with a request are only counted in `unplaced` (request -> pods), which is what queue shares need
+    of them. Its other pods are tasks when the session may evict them (preempt or reclaim configured),
+    else only counted too (`add_counted`: by status, role and request, what the gang counters, the
+    allocated sum and the DRF shares read of a job nobody places here)."""
 
     __slots__ = (
         "_allocated",
+        "_allocated_sum",
         "allocated_hypernode",
         "best_effort",
+        "counted",
         "creation_timestamp",
         "fit_errors",
         "job_fit_error",
@@ -80,12 +84,14 @@ class JobInfo:
         self.tasks: dict[str, TaskInfo] = {}
         self.best_effort: list[TaskInfo] = []  # tasks without a request; their set never changes
         self.unplaced: dict[Resources, int] = {}
+        self.counted: dict[Resources, int] = {}  # pods neither tasks nor unplaced, by request
         self.tasks_by_status: dict[TaskStatus, dict[str, TaskInfo]] = defaultdict(dict)
         self.status_counts: dict[TaskStatus, int] = defaultdict(int)
         self.role_status_counts: dict[str, dict[TaskStatus, int]] = defaultdict(lambda: defaultdict(int))
         # allocated tasks by request (pods of one template share one request object): cheaper to keep
         # than a running Resources sum, which opening a session would rebuild once per task
         self._allocated: dict[Resources, int] = {}
+        self._allocated_sum: Resources | None = None  # its sum, until it changes
         # per task uid: the reasons nodes rejected it this session, for the Unschedulable condition
         self.fit_errors: dict[str, dict[str, int]] = {}
         self.job_fit_error = ""
@@ -104,21 +110,37 @@ class JobInfo:
         """A pending pod of a job another replica places: counted, not modelled."""
         self.unplaced[requests] = self.unplaced.get(requests, 0) + 1
 
+    def add_counted(self, requests: Resources, role: str, status: TaskStatus) -> None:
+        """A pod of a job another replica places, not modelled as a task: counted by status and role
+        (the gang counters), and by request (allocated, total request)."""
+        self.counted[requests] = self.counted.get(requests, 0) + 1
+        self.status_counts[status] += 1
+        self.role_status_counts[role][status] += 1
+        if status in ALLOCATED_STATUSES:
+            self._allocated[requests] = self._allocated.get(requests, 0) + 1
+            self._allocated_sum = None
+
     @property
     def allocated(self) -> Resources:
-        """The sum of the requests of the job's allocated tasks."""
-        return _sum(self._allocated)
+        """The sum of the requests of the job's allocated tasks (plugins read it several times per job
+        at session open: it is summed again only after it changed)."""
+        total = self._allocated_sum
+        if total is None:
+            total = self._allocated_sum = _sum(self._allocated)
+        return total
 
     def total_request(self) -> Resources:
         """The requests of all the job's pods, modelled or only counted."""
         counts = dict(self.unplaced)
+        for requests, count in self.counted.items():
+            counts[requests] = counts.get(requests, 0) + count
         for task in self.tasks.values():
             counts[task.resreq] = counts.get(task.resreq, 0) + 1
         return _sum(counts)
 
     def task_count(self) -> int:
         """Every pod of the job, modelled or only counted."""
-        return len(self.tasks) + sum(self.unplaced.values())
+        return len(self.tasks) + sum(self.unplaced.values()) + sum(self.counted.values())
 
     def _index(self, task: TaskInfo) -> None:
         self.tasks_by_status[task.status][task.uid] = task
@@ -144,6 +166,7 @@ class JobInfo:
     def _count_allocated(self, task: TaskInfo, sign: int) -> None:
         # a count that drops to 0 stays: the sum then keeps the dimensions at 0, as a running sum would
         self._allocated[task.resreq] = self._allocated.get(task.resreq, 0) + sign
+        self._allocated_sum = None
 
     # --- gang counters (Volcano's JobInfo helpers) ------------------------------------------------
     def count(self, *statuses: TaskStatus) -> int:

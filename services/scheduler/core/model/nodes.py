@@ -88,6 +88,24 @@ class NodeTable:
         self.pod_count[i] += 1
         self.tasks[i][task.uid] = task
 
+    def register(self, i: int, task: TaskInfo) -> None:
+        """A task already charged (`charge`) is on node i: only listed, for victim searches."""
+        self.tasks[i][task.uid] = task
+
+    def charge(self, rows: np.ndarray, vectors: np.ndarray, *, releasing: bool = False) -> None:
+        """Charge many placed pods at once, as `add_task` would one by one: pod k is on node rows[k] and
+        asks for vectors[k] (running or bound, or Releasing). Opening a session charges every pod on a
+        node this way, with one numpy call per column set instead of a few per pod."""
+        if not len(rows):
+            return
+        np.add.at(self.used, rows, vectors)
+        np.subtract.at(self.idle, rows, vectors)
+        if releasing:
+            np.add.at(self.releasing, rows, vectors)
+        else:
+            np.subtract.at(self.future, rows, vectors)
+        self.pod_count += np.bincount(rows, minlength=len(self.pod_count))
+
     def remove_task(self, i: int, task: TaskInfo) -> None:
         vec = task.vector
         status = task.status

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import enum
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from contracts.objects import Pod
 from contracts.resources import Resources
+
+if TYPE_CHECKING:
+    from services.scheduler.core.model.facts import TaskFacts
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
@@ -107,44 +111,37 @@ class TaskInfo:
 
     def __init__(
         self,
-        pod: Pod,
+        facts: TaskFacts,
         job: str,
         priority: int,
         vector: np.ndarray,
         requested_columns: np.ndarray,
-        requests: Resources | None = None,
     ) -> None:
-        self.pod = pod
-        self.uid = pod.meta.uid or pod.meta.key
-        self.key = pod.meta.key
-        self.name = pod.meta.name
-        self.namespace = pod.meta.namespace
+        """A task from its pod's facts (`model/facts.py`): `priority` is the pod's priority as the session
+        resolves it (priority class, job), which a task-priority annotation overrides."""
+        self.pod = facts.pod
+        self.uid = facts.uid
+        self.key = facts.key
+        self.name = facts.name
+        self.namespace = facts.namespace
         self.job = job
-        self.role = pod_role(pod)
-        self.index = pod_index(pod)
-        self.creation_timestamp = pod.meta.creation_timestamp
-        task_priority = pod.meta.annotations.get(TASK_PRIORITY_ANNOTATION)
-        self.priority = (
-            int(task_priority) if task_priority and task_priority.lstrip("-").isdigit() else priority
-        )
-        self.resreq: Resources = requests if requests is not None else pod.spec.effective_requests()
-        self.init_resreq: Resources = self.resreq
+        self.role = facts.role
+        self.index = facts.index
+        self.creation_timestamp = facts.creation_timestamp
+        task_priority = facts.task_priority
+        self.priority = priority if task_priority is None else task_priority
+        self.resreq: Resources = facts.requests
+        self.init_resreq: Resources = facts.requests
         self.vector = vector
         # effective and init requests coincide once sidecars and init containers are folded in
         self.init_vector = vector
         self.requested_columns = requested_columns
-        self.best_effort = self.resreq.is_empty()
-        self.preemptable = pod_preemptable(pod)
-        self.status = status_of_pod(pod)
-        self.node = pod.spec.node_name
+        self.best_effort = facts.best_effort
+        self.preemptable = facts.preemptable
+        self.status = facts.status
+        self.node = facts.node
         self.node_index = -1
-        # pods with the same placement constraints share static predicate results within a session
-        spec = pod.spec
-        self.signature = (
-            tuple(sorted(spec.node_selector.items())),
-            spec.node_affinity,
-            spec.tolerations,
-        )
+        self.signature = facts.signature
 
     def __repr__(self) -> str:
         return f"Task({self.key} {self.status.name} node={self.node or '-'})"

@@ -1,0 +1,99 @@
+"""What a session reads of a pod to make it a task, computed once per version of the pod (pure).
+
+Turning a pod into a task reads its annotations (group, role, task priority, preemptable), its name
+(the replica index), its requests (the effective request folds containers, init containers and
+overhead) and its phase and placement (the task status). None of it depends on the session, so the
+scheduler's view computes a pod's facts when the pod changes (`core/live.py`) and every session opens
+from them; offline producers (`lahar simulate`, tests) compute them at session open.
+
+What does depend on the session stays out: the job's priority (priority classes may change), the
+request vector (its columns depend on the session's resource dimensions) and whether the pod's job is
+owned.
+"""
+
+from __future__ import annotations
+
+from contracts.objects import Pod
+from contracts.resources import Resources
+from services.scheduler.core.model.task import (
+    GROUP_NAME_ANNOTATION,
+    TASK_PRIORITY_ANNOTATION,
+    TaskStatus,
+    pod_index,
+    pod_preemptable,
+    pod_role,
+    status_of_pod,
+)
+
+Signature = tuple[object, ...]
+
+
+class TaskFacts:
+    """One pod's session-independent task fields. Immutable by convention: shared by every session that
+    opens while the pod stays as it is."""
+
+    __slots__ = (
+        "best_effort",
+        "creation_timestamp",
+        "group",
+        "index",
+        "key",
+        "name",
+        "namespace",
+        "node",
+        "pod",
+        "pod_priority",
+        "preemptable",
+        "requests",
+        "role",
+        "signature",
+        "status",
+        "task_priority",
+        "uid",
+    )
+
+    def __init__(self, pod: Pod) -> None:
+        meta = pod.meta
+        spec = pod.spec
+        self.pod = pod
+        self.key = meta.key
+        self.uid = meta.uid or self.key
+        self.name = meta.name
+        self.namespace = meta.namespace
+        group = meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+        # the PodGroup the annotation names; "" for a pod of none (the session gives a pending one its
+        # implicit group)
+        self.group = f"{meta.namespace}/{group}" if group else ""
+        self.role = pod_role(pod)
+        self.index = pod_index(pod)
+        self.creation_timestamp = meta.creation_timestamp
+        annotated = meta.annotations.get(TASK_PRIORITY_ANNOTATION)
+        self.task_priority: int | None = (
+            int(annotated) if annotated and annotated.lstrip("-").isdigit() else None
+        )
+        self.pod_priority: int | None = spec.priority
+        self.requests: Resources = spec.effective_requests()
+        self.best_effort = self.requests.is_empty()
+        self.preemptable = pod_preemptable(pod)
+        self.status: TaskStatus = status_of_pod(pod)
+        self.node = spec.node_name
+        # pods with the same placement constraints share static predicate results within a session
+        self.signature: Signature = (
+            tuple(sorted(spec.node_selector.items())),
+            spec.node_affinity,
+            spec.tolerations,
+        )
+
+    @property
+    def waits(self) -> bool:
+        """Pending, unbound and not being deleted (Volcano's Pending task)."""
+        return self.status is TaskStatus.PENDING
+
+    def __repr__(self) -> str:
+        return f"TaskFacts({self.key} {self.status.name} node={self.node or '-'})"
+
+
+def task_facts(pod: Pod) -> TaskFacts:
+    """The facts of `pod` (the view calls this once per pod change; the count of calls is what tests
+    check)."""
+    return TaskFacts(pod)
