@@ -74,6 +74,10 @@ class SchedulerMetrics:
             "Assumed plans neither committed nor rejected in time, forgotten so their pods are re-planned",
         )
         self.sessions = registry.counter("lahar_scheduler_sessions_total", "Sessions this replica ran")
+        self.sessions_skipped = registry.counter(
+            "lahar_scheduler_sessions_skipped_total",
+            "Sessions due (periodic, freed capacity) not opened: nothing this replica owns could change",
+        )
         # CPU, not wall time: under contention a session's wall time says more about the machine
         self.session_cpu = registry.counter(
             "lahar_scheduler_session_cpu_seconds_total", "CPU seconds of this replica's sessions"

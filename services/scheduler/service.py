@@ -25,7 +25,7 @@ from services.scheduler.core.conf import SchedulerConf, default_conf
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.framework.session import run_session
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
-from services.scheduler.ownership import Ownership
+from services.scheduler.ownership import Owned, Ownership
 from services.scheduler.plans import PlanMessage, build_plans
 from services.scheduler.publish import PlanNotSent, publish_plan
 from services.scheduler.state import SchedulerState, ViewCore
@@ -104,6 +104,8 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self._capacity_at = 0.0  # loop time of the last session
         self._paced_until = 0.0  # loop time before which new work waits (session_pacing)
         self._new_work: set[str] = set()  # owned PodGroups with pending work no session has seen
+        self._touched: set[str] = set()  # owned PodGroups whose pods changed since the last session
+        self._skipped = 0  # sessions due that had nothing owned to act for
         self._last_ring: Ring | None = None
         self._assumed_at: dict[str, float] = {}  # plan id -> monotonic time it was assumed
 
@@ -121,6 +123,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             # PodGroups the view holds and how many of them sessions see (live_pods, live_podgroups)
             **self.state.view.counts(),
             "sessions": self._sessions,
+            "sessions_skipped": self._skipped,
             "plans_assumed": len(self._assumed_at),
         }
 
@@ -177,6 +180,9 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         if view.new_work:
             self._new_work |= {key for key in view.new_work if key in owned}
             view.new_work.clear()
+        touched = view.take_touched()
+        if touched:
+            self._touched |= {key for key in touched if key in owned}
         capacity = view.capacity
         loop_time = asyncio.get_running_loop().time()
         capacity_due = (
@@ -187,8 +193,19 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             # that a later session answers) still shows in the PodGroups' statuses: the periodic
             # session answers it, until then the replica is busy.
             return
+        if not self._may_act(owned):
+            # Nothing this replica owns can change: no pod of its PodGroups changed since its last
+            # session (so their statuses stand), none waits for a node (nothing to place, nor to preempt
+            # or reclaim for) and none waits to be enqueued. A session would decide nothing.
+            self._skipped += 1
+            self.sched_metrics.sessions_skipped.inc()
+            self._last_capacity = capacity
+            self._capacity_at = loop_time
+            self._planned_seq = view.seq
+            return
         snapshot = view.snapshot()
         self._new_work.clear()
+        self._touched.clear()
         self._capacity_at = loop_time
         self._sessions += 1
         self._in_session = True
@@ -232,6 +249,14 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 evictions=sum(len(p.evictions) for p in plans),
                 ms=round(elapsed_ms, 1),
             )
+
+    def _may_act(self, owned: Owned) -> bool:
+        """Could a session decide anything for this replica's PodGroups: the ring changed, new work of
+        its own arrived, pods of its own changed, or one of its own waits (pods for a node, the group
+        to be enqueued)?"""
+        if owned.ring != self._last_ring or self._new_work or self._touched:
+            return True
+        return any(key in owned for key in self.state.view.waiting_groups())
 
     async def _publish(self, plan: PlanMessage) -> None:
         traceparent = self.state.traces.get(plan.subject)

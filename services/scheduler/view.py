@@ -143,6 +143,16 @@ class SchedulerView:
             **self._shown.counts(),
         }
 
+    def waiting_groups(self) -> set[str]:
+        """Live PodGroups a session may act for even if nothing changes: pods waiting for a node, or the
+        group waiting to be enqueued."""
+        return self._shown.waiting_groups()
+
+    def take_touched(self) -> set[str]:
+        """PodGroups whose pods changed (as sessions see them) since the last call."""
+        touched, self._shown.touched = self._shown.touched, set()
+        return touched
+
     def final_jobs(self) -> frozenset[str]:
         return self._shown.final_jobs()
 

@@ -459,3 +459,39 @@ async def _node_ready(nodes: ReadModel, name: str, ready: bool) -> bool:
 
 async def _members_are(members: Membership, expected: set[str]) -> bool:
     return set((await members.members())[0]) == expected
+
+
+async def test_a_replica_opens_no_session_while_nothing_it_owns_can_change(
+    stack: Stack, bus: Bus, beats: Heartbeats, eventually: Eventually
+) -> None:
+    """Periodic sessions of a replica whose PodGroups have nothing waiting and no pod changed are not
+    opened; new work of its own opens one at once."""
+    ring = Ring(REPLICAS)
+    names = [f"solo{i}" for i in range(40)]
+    first = [n for n in names if ring.owner(f"default/{n}") == "scheduler-0"][:3]
+    later = next(n for n in names if ring.owner(f"default/{n}") == "scheduler-1")
+    binder = await stack.binder()
+    owner, other = [await stack.scheduler(r) for r in REPLICAS]
+    beats.beating |= {"n1"}
+    objects: list[Any] = [node("n1", cpu=16)]
+    for name in first:
+        objects += gang(name, 2)
+    await created(bus, *objects)
+    await eventually(lambda: _bound(bus, 6), what="the first gangs bound", timeout_s=20)
+
+    def skipped(replica: SchedulerService, at_least: int) -> bool:
+        return bool(replica.health()["sessions_skipped"] >= at_least)
+
+    # every periodic session of the replica that owns none of them is skipped...
+    await eventually(lambda: skipped(other, 2), what="the other replica's sessions skipped", timeout_s=20)
+    ran, since = other.health()["sessions"], other.health()["sessions_skipped"]
+    await eventually(lambda: skipped(other, since + 3), what="three more periods", timeout_s=20)
+    assert other.health()["sessions"] == ran
+    # ...and the owner's too once its gangs are bound and their statuses written
+    await eventually(lambda: skipped(owner, 2), what="the owner's sessions skipped", timeout_s=20)
+    assert other.sched_metrics.sessions_skipped.labels().value == other.health()["sessions_skipped"]
+    # new work of its own: a session at once, which places it
+    await created(bus, *gang(later, 2))
+    await eventually(lambda: _bound(bus, 8), what="the new gang bound", timeout_s=20)
+    assert other.health()["sessions"] > ran
+    assert binder.binder_metrics.rejected.labels("already_bound").value == 0

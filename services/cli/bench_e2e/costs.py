@@ -14,10 +14,12 @@ _COUNTERS = {
     "written": "lahar_runner_outputs_published_total",
     "read_model_writes": "lahar_read_model_writes_total",
 }
-# a scheduler replica's sessions: how many, and their CPU (reported per round, not per pod)
+# a scheduler replica's sessions: how many, their CPU, and how many due ones it did not need to open
+# (reported per round, not per pod)
 _SESSION_COUNTERS = {
     "sessions": "lahar_scheduler_sessions_total",
     "session_cpu_s": "lahar_scheduler_session_cpu_seconds_total",
+    "sessions_skipped": "lahar_scheduler_sessions_skipped_total",
 }
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 
@@ -70,7 +72,8 @@ def per_pod(
 def sessions(
     before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapping[str, float]]
 ) -> dict[str, dict[str, float]]:
-    """Per scheduler replica, the sessions it ran over the round and their CPU seconds."""
+    """Per scheduler replica, the sessions it ran over the round, their CPU seconds, and the sessions due
+    that it skipped (nothing it owns could change; absent from replicas that do not count them)."""
     grown: dict[str, dict[str, float]] = {}
     for service, totals in after.items():
         if "sessions" not in totals:
@@ -80,4 +83,7 @@ def sessions(
             "sessions": round(totals["sessions"] - start.get("sessions", 0.0)),
             "session_cpu_s": round(totals["session_cpu_s"] - start.get("session_cpu_s", 0.0), 2),
         }
+        if "sessions_skipped" in totals:
+            skipped = totals["sessions_skipped"] - start.get("sessions_skipped", 0.0)
+            grown[service]["sessions_skipped"] = round(skipped)
     return grown

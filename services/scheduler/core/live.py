@@ -34,8 +34,16 @@ FINAL_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated"})
 COMPLETED = "Completed"
 
 
+PENDING = "Pending"
+
+
 def _finished(pod: Pod) -> bool:
     return pod.status.phase in FINISHED_POD_PHASES
+
+
+def _waits(pod: Pod) -> bool:
+    """Volcano's Pending task: a pending pod with no node that is not being deleted."""
+    return pod.status.phase == PENDING and not pod.spec.node_name and pod.meta.deletion_timestamp is None
 
 
 class LiveObjects:
@@ -48,22 +56,35 @@ class LiveObjects:
         "_finished_groups",
         "_live",
         "_members",
+        "_pending_phase",
+        "_stale",
         "_tuples",
         "_unfinished",
+        "_waiting",
         "podgroups",
         "pods",
+        "touched",
     )
 
     def __init__(self) -> None:
         self.pods: dict[str, Pod] = {}
         self.podgroups: dict[str, PodGroup] = {}
         self._live: dict[str, dict[str, Any]] = {"pods": {}, "podgroups": {}}
-        self._facts: dict[str, TaskFacts] = {}  # live pod key -> its facts (of the pod as it was asked)
+        # live pod key -> its facts, in the order of the live pods (None until first asked for)
+        self._facts: dict[str, TaskFacts | None] = {}
+        self._stale: set[str] = set()  # live pods whose facts are to be computed again
         self._tuples: dict[str, tuple[Any, ...]] = {}
         self._members: dict[str, set[str]] = {}  # group key -> keys of its pods
         self._unfinished: dict[str, int] = {}  # group key -> how many of its pods have not finished
         self._final_jobs: set[str] = set()  # keys of Jobs in a final phase (a Job's group has its key)
         self._finished_groups: set[str] = set()
+        # what a session may still do something for: groups with pods waiting for a node (how many),
+        # and PodGroups in the Pending phase (waiting to be enqueued)
+        self._waiting: dict[str, int] = {}
+        self._pending_phase: set[str] = set()
+        # groups whose pods changed since the reader last cleared this (the status a session writes for
+        # them may have changed)
+        self.touched: set[str] = set()
 
     # --- reading -------------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -87,18 +108,22 @@ class LiveObjects:
 
     def live_facts(self) -> tuple[TaskFacts, ...]:
         """The live pods' task facts, in the order of `live_pods()`. A pod's facts are computed once per
-        version of the pod, the first time a snapshot asks after it changed, and kept while it is live."""
+        version of the pod, the first time a snapshot asks after it changed; the rest are kept."""
         cached = self._tuples.get("facts")
         if cached is None:
-            known = self._facts
-            facts = []
-            for key, pod in self._live["pods"].items():
-                kept = known.get(key)
-                if kept is None or kept.pod is not pod:
-                    kept = known[key] = task_facts(pod)
-                facts.append(kept)
-            cached = self._tuples["facts"] = tuple(facts)
+            live, facts = self._live["pods"], self._facts
+            for key in self._stale:
+                facts[key] = task_facts(live[key])
+            self._stale.clear()
+            cached = self._tuples["facts"] = tuple(facts.values())
         return cached
+
+    def waiting_groups(self) -> set[str]:
+        """Keys of the live PodGroups a session may act for without any pod of theirs changing: those
+        with a pod waiting for a node (pending, unbound, not being deleted; a session may place it, or
+        preempt and reclaim for it) and those in the Pending phase (a session may enqueue them)."""
+        live = self._live["podgroups"]
+        return {*self._waiting, *(key for key in self._pending_phase if key in live)}
 
     def _tuple(self, kind: str) -> tuple[Any, ...]:
         cached = self._tuples.get(kind)
@@ -119,6 +144,7 @@ class LiveObjects:
         for group in groups:
             self._sort_group(group)
         self._sort_pod(key)
+        self.touched |= groups
 
     def put_podgroup(self, key: str, pg: PodGroup | None) -> None:
         existed = key in self.podgroups
@@ -127,6 +153,10 @@ class LiveObjects:
             self._final_jobs.discard(key)
         else:
             self.podgroups[key] = pg
+        if pg is not None and pg.status.phase == PENDING:
+            self._pending_phase.add(key)
+        else:
+            self._pending_phase.discard(key)
         # whether the group exists decides whether its finished pods are seen
         self._sort_group(key, resort=existed != (pg is not None))
 
@@ -150,6 +180,8 @@ class LiveObjects:
         self._members.setdefault(group, set()).add(key)
         if not _finished(pod):
             self._unfinished[group] = self._unfinished.get(group, 0) + 1
+        if _waits(pod):
+            self._waiting[group] = self._waiting.get(group, 0) + 1
         return group
 
     def _leave(self, key: str, pod: Pod) -> str:
@@ -164,6 +196,12 @@ class LiveObjects:
                 self._unfinished[group] = left
             else:
                 del self._unfinished[group]
+        if _waits(pod):
+            waiting = self._waiting[group] - 1
+            if waiting:
+                self._waiting[group] = waiting
+            else:
+                del self._waiting[group]
         return group
 
     def _sort_group(self, key: str, *, resort: bool = False) -> None:
@@ -193,8 +231,6 @@ class LiveObjects:
             group = podgroup_key(pod)
             if group not in self.podgroups or group in self._finished_groups:
                 pod = None
-        if pod is None:
-            self._facts.pop(key, None)
         self._set_live("pods", key, pod)
 
     def _set_live(self, kind: str, key: str, obj: Any | None) -> None:
@@ -208,4 +244,11 @@ class LiveObjects:
             live[key] = obj
         self._tuples.pop(kind, None)
         if kind == "pods":
+            # `_facts` mirrors the live pods' order: a changed pod keeps its place, its facts go stale
+            if obj is None:
+                del self._facts[key]
+                self._stale.discard(key)
+            else:
+                self._facts.setdefault(key, None)
+                self._stale.add(key)
             self._tuples.pop("facts", None)
