@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 
 from contracts.limits import MAX_QUANTITY_MILLI
@@ -154,6 +154,17 @@ class Resources(Mapping[str, int]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+    # the dict's own views: Mapping's generic ones walk the mapping in Python, a call per dimension, and
+    # every sum of requests goes through them
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def values(self) -> ValuesView[int]:
+        return self._items.values()
+
+    def items(self) -> ItemsView[str, int]:
+        return self._items.items()
 
     def __hash__(self) -> int:
         if self._hash is None:
