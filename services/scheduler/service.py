@@ -24,8 +24,9 @@ from opentelemetry.trace import Tracer
 from services.scheduler.core.conf import SchedulerConf, default_conf
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.framework.session import run_session
+from services.scheduler.focus import session_focus
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
-from services.scheduler.ownership import Owned, Ownership
+from services.scheduler.ownership import Ownership
 from services.scheduler.plans import PlanMessage, build_plans
 from services.scheduler.publish import PlanNotSent, publish_plan
 from services.scheduler.state import SchedulerState, ViewCore
@@ -193,7 +194,14 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             # that a later session answers) still shows in the PodGroups' statuses: the periodic
             # session answers it, until then the replica is busy.
             return
-        if not self._may_act(owned):
+        focus = session_focus(
+            owned,
+            ring_changed=owned.ring != self._last_ring,
+            new_work=self._new_work,
+            touched=self._touched,
+            waiting=view.waiting_groups(),
+        )
+        if focus is not None and not focus:
             # Nothing this replica owns can change: no pod of its PodGroups changed since its last
             # session (so their statuses stand), none waits for a node (nothing to place, nor to preempt
             # or reclaim for) and none waits to be enqueued. A session would decide nothing.
@@ -220,14 +228,19 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 seed=self.config.seed + self._sessions,
                 session_id=f"{self.replica}-{self._sessions}",
                 now=self.clock(),
-                owns=owned.owns,
+                # the PodGroups it acts for; the other owned ones are modelled like other replicas'
+                owns=owned.owns if focus is None else focus.__contains__,
             )
             elapsed_ms = (time.perf_counter() - started) * 1000
             self._paced_until = (
                 asyncio.get_running_loop().time() + self.config.session_pacing * elapsed_ms / 1000
             )
             plans = build_plans(result, snapshot, self.replica, owned)
-            self.sched_metrics.session(elapsed_ms, cpu_s, session_outcome(result, snapshot, owned))
+            outcome = session_outcome(result, snapshot, owned)
+            if focus is not None:  # the ring's share, not only what this session acted for
+                share = sum(pg.meta.key in owned for pg in snapshot.podgroups)
+                outcome = dataclasses.replace(outcome, owned=share)
+            self.sched_metrics.session(elapsed_ms, cpu_s, outcome)
             # Assumed before they are sent, so the log's answer (possibly quick) always finds them.
             for plan in plans:
                 view.assume(plan)
@@ -249,14 +262,6 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 evictions=sum(len(p.evictions) for p in plans),
                 ms=round(elapsed_ms, 1),
             )
-
-    def _may_act(self, owned: Owned) -> bool:
-        """Could a session decide anything for this replica's PodGroups: the ring changed, new work of
-        its own arrived, pods of its own changed, or one of its own waits (pods for a node, the group
-        to be enqueued)?"""
-        if owned.ring != self._last_ring or self._new_work or self._touched:
-            return True
-        return any(key in owned for key in self.state.view.waiting_groups())
 
     async def _publish(self, plan: PlanMessage) -> None:
         traceparent = self.state.traces.get(plan.subject)
