@@ -11,8 +11,10 @@ PodGroups it owns on a rendezvous ring of the replicas; their plans then go thro
 that refuses a gang that no longer fits (a conflict: its pods wait for the next round). `seconds` counts,
 per round, the slowest replica's session (replicas run side by side); `session_cpu_s` is each replica's
 own CPU time over all its sessions. `settled_session_ms` is one more session of one replica after the last
-round, over the settled cluster (placed pods running): the floor every session pays, which grows with
-nodes and live pods but not with `finished`.
+round, over the settled cluster (placed pods running): the floor a session acting for every PodGroup
+pays, which grows with nodes and live pods but not with `finished`. `settled_focused_session_ms` is the
+same session acting for none: what a replica's session that answers a few PodGroups pays over the
+settled cluster (its focus, services/scheduler/focus.py; every other pod is only counted).
 """
 
 from __future__ import annotations
@@ -124,6 +126,11 @@ def run_bench(
     started = time.perf_counter()
     run_session(cluster.snapshot(), conf, seed=seed + rounds, session_id="bench-settled", owns=owns)
     settled_ms = (time.perf_counter() - started) * 1000
+    # A replica's session acts only for its PodGroups with something to decide (services/scheduler/
+    # focus.py): over a settled cluster, answering a few of them costs about this, every pod counted.
+    started = time.perf_counter()
+    run_session(cluster.snapshot(), conf, seed=seed + rounds, session_id="bench-focus", owns=_nothing)
+    focused_ms = (time.perf_counter() - started) * 1000
     return {
         "nodes": nodes,
         "pods": pods,
@@ -136,8 +143,13 @@ def run_bench(
         "session_cpu_s": [round(cpu[m], 3) for m in members],
         "rejected_plans": rejected,
         "settled_session_ms": round(settled_ms, 1),
+        "settled_focused_session_ms": round(focused_ms, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
     }
+
+
+def _nothing(key: str) -> bool:
+    return False
 
 
 def _owner(ring: Ring, member: str) -> Callable[[str], bool]:
