@@ -85,13 +85,21 @@ def _condition_facts(conditions: tuple[PodGroupCondition, ...]) -> set[tuple[str
 
 
 def build_plans(
-    result: SessionResult, snapshot: ClusterSnapshot, replica: str, owned: Container[str]
+    result: SessionResult,
+    snapshot: ClusterSnapshot,
+    replica: str,
+    owned: Container[str],
+    statuses: Mapping[str, PodGroupStatus] | None = None,
 ) -> list[PlanMessage]:
     """The plan messages of one session for the PodGroups in `owned`, at the snapshot's seq. Status
     updates ride with the plan of their PodGroup; the rest go in status-only messages at the end, of at
-    most STATUS_PLAN_GROUPS PodGroups each (a session over a busy cluster may change thousands)."""
+    most STATUS_PLAN_GROUPS PodGroups each (a session over a busy cluster may change thousands).
+    `statuses`: the snapshot's status of (at least) every PodGroup the session decided for (the
+    session's `owned_statuses()`); by default they are read from the snapshot, a walk over every
+    PodGroup."""
     seq = snapshot.sequence
-    statuses = {pg.meta.key: pg.status for pg in snapshot.podgroups}
+    if statuses is None:
+        statuses = {pg.meta.key: pg.status for pg in snapshot.podgroups}
     changed = {
         key: update
         for key, update in sorted(result.podgroups.items())

@@ -21,9 +21,10 @@ from typing import Any
 import structlog
 from opentelemetry.trace import Tracer
 
+from contracts.objects import PodGroupStatus
 from services.scheduler.core.conf import SchedulerConf, default_conf
 from services.scheduler.core.framework.plan import SessionResult
-from services.scheduler.core.framework.session import run_session
+from services.scheduler.core.framework.session import Session
 from services.scheduler.focus import session_focus
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
 from services.scheduler.ownership import Ownership
@@ -107,6 +108,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self._new_work: set[str] = set()  # owned PodGroups with pending work no session has seen
         self._touched: set[str] = set()  # owned PodGroups whose pods changed since the last session
         self._skipped = 0  # sessions due that had nothing owned to act for
+        self._owned_share = 0  # live PodGroups this replica owns, as of its last periodic session
         self._last_ring: Ring | None = None
         self._assumed_at: dict[str, float] = {}  # plan id -> monotonic time it was assumed
 
@@ -221,7 +223,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         try:
             started = time.perf_counter()
             # In a thread: a large session must not starve the lease renewals and the log reader.
-            result, cpu_s = await asyncio.to_thread(
+            result, statuses, cpu_s = await asyncio.to_thread(
                 _timed_session,
                 snapshot,
                 self.conf,
@@ -235,11 +237,12 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             self._paced_until = (
                 asyncio.get_running_loop().time() + self.config.session_pacing * elapsed_ms / 1000
             )
-            plans = build_plans(result, snapshot, self.replica, owned)
+            plans = build_plans(result, snapshot, self.replica, owned, statuses)
             outcome = session_outcome(result, snapshot, owned)
-            if focus is not None:  # the ring's share, not only what this session acted for
-                share = sum(pg.meta.key in owned for pg in snapshot.podgroups)
-                outcome = dataclasses.replace(outcome, owned=share)
+            if focus is None or force:  # the ring's share (a walk over every PodGroup), now and then
+                self._owned_share = sum(pg.meta.key in owned for pg in snapshot.podgroups)
+            # not only the PodGroups this session acted for
+            outcome = dataclasses.replace(outcome, owned=self._owned_share)
             self.sched_metrics.session(elapsed_ms, cpu_s, outcome)
             # Assumed before they are sent, so the log's answer (possibly quick) always finds them.
             for plan in plans:
@@ -289,8 +292,11 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 self.sched_metrics.plans_expired.inc()
 
 
-def _timed_session(*args: Any, **kwargs: Any) -> tuple[SessionResult, float]:
-    """run_session, and the CPU seconds its thread spent on it."""
+def _timed_session(*args: Any, **kwargs: Any) -> tuple[SessionResult, dict[str, PodGroupStatus], float]:
+    """run_session, the statuses its owned PodGroups had (for build_plans), and the CPU seconds its
+    thread spent on them."""
     started = time.thread_time()
-    result = run_session(*args, **kwargs)
-    return result, time.thread_time() - started
+    session = Session(*args, **kwargs)
+    result = session.run()
+    statuses = session.owned_statuses()
+    return result, statuses, time.thread_time() - started

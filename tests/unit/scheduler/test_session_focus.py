@@ -14,8 +14,8 @@ from support.builders import conf, gang, node, pod, podgroup, priority_class, qu
 from contracts.objects import PodGroup
 from services.scheduler.core.conf import default_conf
 from services.scheduler.core.framework import build
-from services.scheduler.core.framework.session import run_session
-from services.scheduler.core.snapshot import ClusterSnapshot
+from services.scheduler.core.framework.session import Session, run_session
+from services.scheduler.core.snapshot import ClusterSnapshot, podgroup_key
 from services.scheduler.focus import session_focus
 from services.scheduler.plans import build_plans, status_changed
 
@@ -39,6 +39,7 @@ def _cluster() -> list[Any]:
     objects.append(podgroup("early", queue="q2", phase="Pending"))
     objects.append(podgroup("done", min_member=1, queue="q1", phase="Running"))
     objects.append(pod("done-0", "done", node_name="n0", phase="Succeeded"))
+    objects.append(pod("plain", None))  # a plain pod: its own implicit PodGroup
     return objects
 
 
@@ -79,18 +80,25 @@ def test_a_focused_session_decides_what_the_full_one_does(evicting: bool, tasks:
     )
     full = run_session(snap, scheduler_conf)
     statuses = {pg.meta.key: pg.status for pg in snap.podgroups}
-    focus = {"default/waits", "default/early", "default/done"}
+    plain = next(podgroup_key(p) for p in snap.pods if p.meta.name == "plain")
+    focus = {"default/waits", "default/early", "default/done", plain}
     # everything the full session changed is in the focus: the rest keeps its status
-    unchanged = {k for k, update in full.podgroups.items() if not status_changed(statuses[k], update)}
+    unchanged = {k for k, u in full.podgroups.items() if k in statuses and not status_changed(statuses[k], u)}
     assert unchanged == {f"default/run{i}" for i in range(6)}
     tasks.clear()
-    focused = run_session(snap, scheduler_conf, owns=focus.__contains__)
+    session = Session(snap, scheduler_conf, owns=focus.__contains__)
+    focused = session.run()
     assert full.binds and focused.binds == full.binds and focused.queues == full.queues
     assert {k: full.podgroups[k] for k in focus} == focused.podgroups
     everything = {pg.meta.key for pg in snap.podgroups}
-    assert build_plans(focused, snap, "r", everything) == build_plans(full, snap, "r", everything)
+    everything.add(plain)
+    plans = build_plans(full, snap, "r", everything)
+    assert plans and build_plans(focused, snap, "r", everything) == plans
+    # the statuses the session read at open, instead of a walk over the snapshot's PodGroups
+    assert set(session.owned_statuses()) == focus - {plain}
+    assert build_plans(focused, snap, "r", everything, session.owned_statuses()) == plans
     # tasks only for the focus, unless another job's pods may be evicted
-    expected = {"default/waits": 2, "default/done": 1}
+    expected = {"default/waits": 2, "default/done": 1, plain: 1}
     if evicting:
         expected |= {f"default/run{i}": 2 for i in range(6)}
     assert dict(tasks) == expected

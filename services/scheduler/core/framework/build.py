@@ -41,6 +41,7 @@ class WorkingModel:
     priority_classes: dict[str, PriorityClass]
     default_priority: int
     skipped_pods: list[str] = field(default_factory=list)
+    implicit: set[str] = field(default_factory=set)  # keys of the implicit PodGroups of plain pods
 
 
 def _default_priority(classes: dict[str, PriorityClass]) -> int:
@@ -79,12 +80,15 @@ def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None, *, victims:
 
     podgroups: dict[str, PodGroup] = {pg.meta.key: pg for pg in snapshot.podgroups}
     grouped: list[tuple[TaskFacts, str]] = []
+    implicit_keys: set[str] = set()
     for facts in snapshot.facts():
         key = facts.group
         if not key and not facts.node:
             implicit = _implicit_podgroup(facts.pod)
-            podgroups.setdefault(implicit.meta.key, implicit)
             key = implicit.meta.key
+            if key not in podgroups:
+                podgroups[key] = implicit
+                implicit_keys.add(key)
         # key "": a bound pod of no PodGroup, it only uses node capacity
         grouped.append((facts, key))
 
@@ -98,7 +102,7 @@ def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None, *, victims:
         priority = _priority_of(pg.priority_class_name, classes, default_priority)
         jobs[key] = JobInfo(pg, priority, owned=owns is None or owns(key))
 
-    model = WorkingModel(resources, nodes, jobs, {}, classes, default_priority)
+    model = WorkingModel(resources, nodes, jobs, {}, classes, default_priority, implicit=implicit_keys)
     # tasks with equal requests share one read-only vector
     vectors: dict[Resources, tuple[np.ndarray, np.ndarray]] = {}
     charges = _Charges()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
+from contracts.objects import PodGroupStatus
 from contracts.resources import Resources
 from services.scheduler.core.conf import SchedulerConf, default_conf
 from services.scheduler.core.framework.build import Owns, build_model
@@ -61,6 +62,7 @@ class Session(TierDispatch):
         self.priority_classes = model.priority_classes
         self.default_priority = model.default_priority
         self.skipped_pods = model.skipped_pods
+        self.implicit_groups = model.implicit
         self.total_resource: Resources = self.resources.resources(self.nodes.total_allocatable())
         self.plans: list[Plan] = []
         # round-robin start for the adaptive feasible-node search (kube-scheduler's nextStartNodeIndex)
@@ -96,6 +98,15 @@ class Session(TierDispatch):
     def all_tasks(self) -> Iterable[TaskInfo]:
         for job in self.jobs.values():
             yield from job.tasks.values()
+
+    def owned_statuses(self) -> dict[str, PodGroupStatus]:
+        """The status each owned PodGroup of the snapshot had when the session opened (implicit groups
+        of plain pods have none): what its status updates are compared with."""
+        return {
+            key: job.podgroup.status
+            for key, job in self.owned_jobs.items()
+            if key not in self.implicit_groups
+        }
 
     def plugin_instances(self) -> list[Plugin]:
         return [plugin for tier in self._tier_plugins for _, plugin in tier]
