@@ -113,7 +113,7 @@ class LiveObjects:
         if cached is None:
             live, facts = self._live["pods"], self._facts
             for key in self._stale:
-                facts[key] = task_facts(live[key])
+                facts[key] = task_facts(live[key], facts[key])
             self._stale.clear()
             cached = self._tuples["facts"] = tuple(facts.values())
         return cached

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from services.scheduler.core.conf import default_conf
 from services.scheduler.core.framework import build, session
 from services.scheduler.core.framework.build import build_model
 from services.scheduler.core.framework.session import run_session
+from services.scheduler.core.model.facts import task_facts
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.snapshot import ClusterSnapshot
 from services.scheduler.view import SchedulerView
@@ -33,9 +35,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     calls: Counter[str] = Counter()
     facts_of, task_info = live.task_facts, build.TaskInfo
 
-    def counting_facts(pod: Any) -> Any:
+    def counting_facts(pod: Any, previous: Any = None) -> Any:
         calls["facts"] += 1
-        return facts_of(pod)
+        return facts_of(pod, previous)
 
     def counting_task(*args: Any, **kwargs: Any) -> Any:
         calls["tasks"] += 1
@@ -158,3 +160,25 @@ def test_a_job_status_event_leaves_the_facts_alone(counted: Counter[str]) -> Non
     view.apply(_event(view.seq + 1, "JobStatusChanged", "default/g", job_status("Running")))
     view.snapshot().facts()
     assert counted["facts"] == 4
+
+
+def _fields(facts: Any) -> dict[str, Any]:
+    return {name: getattr(facts, name) for name in type(facts).__slots__}
+
+
+def test_a_pod_bound_started_or_deleted_keeps_the_rest_of_its_facts() -> None:
+    base = pod("p-3", "g", role="worker", annotations={"volcano.sh/task-priority": "7"})
+    first = task_facts(base)
+    bound = replace(base, spec=replace(base.spec, node_name="n1"))
+    running = replace(bound, status=replace(bound.status, phase="Running"))
+    leaving = replace(running, meta=replace(running.meta, deletion_timestamp=3.0))
+    previous = first
+    for version in (bound, running, leaving):
+        derived = task_facts(version, previous)
+        assert derived is not previous and _fields(derived) == _fields(task_facts(version))
+        assert derived.requests is first.requests  # taken over, not read again
+        previous = derived
+    assert (previous.node, previous.status.name, previous.task_priority) == ("n1", "RELEASING", 7)
+    # anything else changed: read anew
+    relabelled = replace(base, meta=replace(base.meta, annotations={"volcano.sh/task-priority": "9"}))
+    assert task_facts(relabelled, first).task_priority == 9
