@@ -17,7 +17,8 @@ import msgpack
 
 from contracts.codec import decode_object, encode_object
 from services.scheduler.core.snapshot import GROUP_NAME_ANNOTATION, podgroup_key
-from services.scheduler.view import VIEW_EVENTS, SchedulerView, event_key
+from services.scheduler.view import SchedulerView
+from services.scheduler.view_events import VIEW_EVENTS, event_key
 from shared.runner_types import Event, Key, Output
 
 # The events that start a job's trace in this replica's eyes (the job-controller writes them in the
@@ -45,8 +46,8 @@ class ReplicaView(SchedulerView):
         yield from self.queues.values()
         yield from self.priority_classes.values()
         yield from self.hypernodes.values()
-        yield from self._podgroups.values()
-        yield from self._pods.values()
+        yield from self.logged_podgroups.values()
+        yield from self.logged_pods.values()
 
 
 @dataclass(slots=True)

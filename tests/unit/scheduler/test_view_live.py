@@ -45,7 +45,7 @@ def seen(view: SchedulerView) -> tuple[set[str], set[str]]:
 
 def test_node_events_update_single_rows_of_the_kept_table() -> None:
     view, log = folded(*(node(f"n{i}") for i in range(50)))
-    rows = view._node_rows
+    rows = view.node_rows
     assert (rows.rows_built, rows.rows_updated) == (50, 0)
     first = view.snapshot().node_base
     assert view.snapshot().node_base is first  # nothing changed: the same base, no copy
