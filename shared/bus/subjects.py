@@ -187,8 +187,18 @@ def quarantine_subject(service: str, seq: int) -> str:
 
 
 def quarantine_filter(service: str | None = None) -> str:
-    """The quarantine records of one service (None: of every service)."""
-    return f"{QUARANTINE_ROOT}.{'*' if service is None else encode_token(service)}.>"
+    """The quarantine records of one service (None: of every service): one token, the event's seq."""
+    return f"{QUARANTINE_ROOT}.{'*' if service is None else encode_token(service)}.*"
+
+
+def reconcile_failure_subject(service: str, key_digest: str) -> str:
+    """Where a service records a key whose reconcile raised (beside its quarantined events)."""
+    return f"{QUARANTINE_ROOT}.{encode_token(service)}.reconcile.{encode_token(key_digest)}"
+
+
+def reconcile_failure_filter(service: str | None = None) -> str:
+    """The failing-reconcile records of one service (None: of every service)."""
+    return f"{QUARANTINE_ROOT}.{'*' if service is None else encode_token(service)}.reconcile.*"
 
 
 def dead_letter_subject(stream: str, consumer: str) -> str:

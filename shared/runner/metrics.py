@@ -27,6 +27,17 @@ class RunnerMetrics:
             "Events applied whose touched() raised: everything was reconciled instead",
             ("service",),
         ).labels(service)
+        self.reconcile_errors = registry.counter(
+            "lahar_runner_reconcile_errors_total",
+            "Reconciles of a key (or a full reconcile, or due()) that raised in the core; each is retried "
+            "with backoff while the other keys go on",
+            ("service",),
+        ).labels(service)
+        self.reconcile_failing = registry.gauge(
+            "lahar_runner_reconcile_failing_keys",
+            "Keys whose last reconcile raised and that wait for a retry",
+            ("service",),
+        ).labels(service)
         self.quarantine_records = registry.counter(
             "lahar_runner_quarantine_records_total",
             "Quarantine records by result (recorded, duplicate: recorded before, refused, dropped)",

@@ -1,4 +1,5 @@
-"""The loop's quarantine: events it set aside, recorded on LAHAR_QUARANTINE without ever holding it up.
+"""The loop's quarantine: events it set aside (and keys whose reconcile raised), recorded on
+LAHAR_QUARANTINE without ever holding the loop up.
 
 The loop applies events synchronously and must go on whatever happens to NATS, so setting an event aside
 only queues its record here; `run` writes the queue in the background, retrying while the stream cannot
@@ -14,10 +15,10 @@ from collections import deque
 import nats.errors
 import structlog
 
-from contracts.bus_messages import QuarantineRecord
+from contracts.bus_messages import QuarantineRecord, ReconcileFailure
 from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
-from shared.bus.poison import RecordRefused, record_quarantined
+from shared.bus.poison import RecordRefused, record_quarantined, record_reconcile_failure
 from shared.bus.streams import quarantine_stream
 from shared.runner.metrics import RunnerMetrics
 
@@ -32,7 +33,7 @@ class Quarantine:
         self.bus = bus
         self.metrics = metrics
         self.stream_replicas = stream_replicas
-        self._queue: deque[QuarantineRecord] = deque()
+        self._queue: deque[QuarantineRecord | ReconcileFailure] = deque()
         self._queued = asyncio.Event()
         self._stream_ready = False
 
@@ -41,7 +42,7 @@ class Quarantine:
         """Records not written yet."""
         return len(self._queue)
 
-    def note(self, record: QuarantineRecord) -> None:
+    def note(self, record: QuarantineRecord | ReconcileFailure) -> None:
         """Queue a record to be written (never blocks, never raises)."""
         if len(self._queue) >= QUEUED_RECORDS:
             dropped = self._queue.popleft()
@@ -68,7 +69,10 @@ class Quarantine:
                 if not self._stream_ready:
                     await self.bus.ensure_streams([quarantine_stream(replicas=self.stream_replicas)])
                     self._stream_ready = True
-                fresh = await record_quarantined(self.bus, record)
+                if isinstance(record, QuarantineRecord):
+                    fresh = await record_quarantined(self.bus, record)
+                else:
+                    fresh = await record_reconcile_failure(self.bus, record)
             except RecordRefused as exc:
                 # the stream will not take it (permissions, a limit): retrying cannot help
                 log.error("quarantine record refused", seq=record.seq, error=str(exc))

@@ -37,6 +37,7 @@ from shared.runner.leader import LeaderSeat, default_candidate
 from shared.runner.metrics import RunnerMetrics
 from shared.runner.publisher import Publisher
 from shared.runner.quarantine import Quarantine
+from shared.runner.reconcile_boundary import ReconcileBoundary
 from shared.runner_types import Core, Event, Key, S
 from shared.service import Service
 from shared.store.checkpoint import CheckpointStore
@@ -102,6 +103,7 @@ class EventSourcedService(Service, Generic[S]):
             clock=clock,
         )
         self.quarantine = Quarantine(bus, self.metrics, stream_replicas=config.stream_replicas)
+        self.boundary = ReconcileBoundary(core, self.metrics, self.quarantine, clock=clock)
         self.seat = (
             LeaderSeat(
                 etcd,
@@ -150,6 +152,7 @@ class EventSourcedService(Service, Generic[S]):
             "outputs_in_flight": self.publisher.inflight,
             "events_queued": self._queue.qsize(),
             "quarantine_unwritten": self.quarantine.pending,
+            "reconcile_failing": len(self.boundary.failing),
         }
 
     async def idle(self) -> bool:
@@ -327,7 +330,10 @@ class EventSourcedService(Service, Generic[S]):
         """The timer: time-based decisions, outputs to try again, the periodic resync."""
         if not self.leading:
             return
-        self._dirty.update(self.core.due(self.state, self.clock()))
+        self._dirty.update(self.boundary.timed(self.state, self.clock(), self.seq))
+        retry, retry_full = self.boundary.due(self.boundary.monotonic())
+        self._dirty.update(retry)  # keys whose reconcile raised, when their backoff is over
+        self._full = self._full or retry_full
         if self._retry_full or self.publisher.expire():
             self._retry_full = False
             self._full = True
@@ -454,7 +460,8 @@ class EventSourcedService(Service, Generic[S]):
         started = time.perf_counter()
         keys = None if self._full else self._dirty
         self._full, self._dirty = False, set()
-        outputs = self.core.reconcile(self.state, self.clock(), keys)
+        # never raises: keys whose reconcile raises are left out and retried later (reconcile_boundary)
+        outputs = self.boundary.reconcile(self.state, self.clock(), keys, self.seq)
         self.metrics.reconciled("full" if keys is None else "keys", len(keys or ()))
         self._unsettled = await self.publisher.publish(outputs, lambda: self.leading)
         if self._unsettled:
