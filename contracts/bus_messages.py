@@ -262,7 +262,7 @@ class LogsError(Message, frozen=True, kw_only=True):
 # --- poison messages: quarantined events (LAHAR_QUARANTINE) and dead letters (LAHAR_DEADLETTER) -------
 
 
-QuarantineReason = Literal["not_an_event", "invalid_payload", "apply_error", "touched_error"]
+QuarantineReason = Literal["not_an_event", "invalid_payload", "wrong_object", "apply_error", "touched_error"]
 DeadLetterReason = Literal["undecodable", "handling_failed", "retries_exhausted"]
 
 
@@ -280,8 +280,9 @@ class QuarantineRecord(Message, frozen=True, kw_only=True):
         msgspec.Meta(
             description=(
                 "not_an_event: no envelope or no event subject; invalid_payload: a payload its type does "
-                "not allow; apply_error: the service's core raised applying it (skipped); touched_error: "
-                "the core raised naming the keys it touched (applied, everything reconciled)"
+                "not allow; wrong_object: a payload about another object than its subject names "
+                "(contracts/identity.py); apply_error: the service's core raised applying it (skipped); "
+                "touched_error: the core raised naming the keys it touched (applied, everything reconciled)"
             )
         ),
     ]

@@ -36,6 +36,7 @@ from shared.bus.errors import (
     ConcurrencyConflict,
     DuplicateBatch,
 )
+from shared.bus.identity_check import refuse_wrong_object
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
@@ -219,6 +220,7 @@ class Bus:
         subject wildcard; default: the event's own subject) is that value (0: no message yet); otherwise
         ConcurrencyConflict is raised.
         """
+        refuse_wrong_object(envelope, subject)
         data = envelope.encode()
         headers = _headers(envelope, expected_last_subject_seq, guard)
         timeout = timeout_s or self.request_timeout_s
@@ -258,6 +260,8 @@ class Bus:
             raise ValueError("an atomic batch needs at least one event")
         if len(items) > MAX_BATCH_MESSAGES:
             raise ValueError(f"an atomic batch holds at most {MAX_BATCH_MESSAGES} events, got {len(items)}")
+        for item in items:
+            refuse_wrong_object(item.envelope, item.subject)  # refused whole, like any batch
         ids = {item.envelope.id for item in items}
         if len(ids) != len(items):
             raise ValueError("an atomic batch cannot contain the same event id twice")
@@ -339,6 +343,9 @@ class Bus:
         """
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
+        items = list(items)
+        for envelope, subject in items:
+            refuse_wrong_object(envelope, subject)  # before any is stored
         timeout = timeout_s or self.request_timeout_s
         acks: list[PublishAck] = []
         pending: deque[tuple[str, asyncio.Future[Any]]] = deque()

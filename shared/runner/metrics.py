@@ -19,7 +19,8 @@ class RunnerMetrics:
         self.events_skipped = registry.counter(
             "lahar_runner_events_skipped_total",
             "Log records quarantined, never applied, by reason: not_an_event, invalid_payload (a payload "
-            "its type does not allow), apply_error (the core raised applying it)",
+            "its type does not allow), wrong_object (a payload about another object than its subject), "
+            "apply_error (the core raised applying it)",
             ("service", "reason"),
         )
         self.touched_errors = registry.counter(

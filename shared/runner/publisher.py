@@ -22,7 +22,13 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from shared.bus.envelope import Envelope
-from shared.bus.errors import AtomicBatchUnsupported, BusError, ConcurrencyConflict, DuplicateBatch
+from shared.bus.errors import (
+    AtomicBatchUnsupported,
+    BusError,
+    ConcurrencyConflict,
+    DuplicateBatch,
+    EventRefused,
+)
 from shared.bus.jetstream import BatchItem, Bus
 from shared.bus.subjects import event_subject, guard_subject
 from shared.runner.metrics import RunnerMetrics
@@ -156,6 +162,12 @@ class Publisher:
         except ConcurrencyConflict as exc:
             log.info("output lost a compare-and-set race; reconciling again", error=str(exc))
             return self._failed(step, spans, "conflict", exc)
+        except EventRefused as exc:
+            # a core's output about another object than its subject (contracts/identity.py): a bug that
+            # publishing again cannot fix, so it is not retried until the core decides it again
+            log.error("outputs refused by the bus", error=str(exc))
+            self._failed(step, spans, "refused", exc)
+            return 0
         except AtomicBatchUnsupported:
             self._failed(step, spans, "error", None)
             raise  # the deployment cannot give the guarantee the service relies on

@@ -22,6 +22,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
 
 from contracts.bus_messages import QuarantineReason, QuarantineRecord
+from contracts.identity import WrongObject
 from contracts.payloads import PayloadError
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
@@ -364,6 +365,11 @@ class EventSourcedService(Service, Generic[S]):
                 return
             env = record.envelope()
             event = to_event(record.seq, ref, env)
+        except WrongObject as exc:
+            # A payload about another object than its subject names (contracts/identity.py): a core keys
+            # its state by the subject and may read the payload's names, so it sees neither.
+            self._quarantine(record, ref, env, "wrong_object", exc)
+            return
         except PayloadError as exc:
             # An event whose payload is not what its type promises (a forged event, or a writer's bug):
             # it is set aside, never applied, so no core sees a field it cannot trust.

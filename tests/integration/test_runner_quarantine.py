@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from runner_toy import ToyCore, ToyState
 
+from contracts import codec
+from contracts.objects import ObjectMeta, Pod
 from shared.bus.envelope import Envelope
+from shared.bus.errors import EventRefused
 from shared.bus.jetstream import Bus
 from shared.bus.poison import read_quarantine
 from shared.bus.streams import StreamSpec, events_stream
@@ -164,3 +167,25 @@ async def test_a_record_the_quarantine_stream_cannot_take_waits_without_holding_
     await service.run_until_idle(15)
     assert records(service, "recorded") == 1
     assert [r.seq for _, r in await read_quarantine(bus, "toy")] == [poison]
+
+
+async def test_an_event_about_another_object_than_its_subject_is_refused_and_set_aside(
+    bus: Bus, make: Make
+) -> None:
+    other = codec.encode_object(Pod(meta=ObjectMeta(name="victim", namespace="default")))
+    forged = Envelope.create(
+        "PodSubmitted", time=1.0, producer="admission", correlation_id="x", payload={"object": other}
+    )
+    subject = event_subject("pod", "default", "x", "PodSubmitted", "admission")
+    with pytest.raises(EventRefused, match="'default/victim'"):  # the bus will not write it...
+        await bus.publish(forged, subject)
+    # ...but a writer that goes around it (another client, an older lahar) can
+    wrong = (await bus.js.publish(subject, forged.encode(), headers={"Nats-Msg-Id": forged.id})).seq
+    await ping(bus, "after", n=3)
+    service = make()
+    await service.run_until_idle(15)
+    assert service.state.total == 3 and wrong not in service.state.applied
+    assert skipped(service, "wrong_object") == 1
+    ((_, record),) = await read_quarantine(bus, "toy")
+    assert (record.seq, record.reason, record.error_type) == (wrong, "wrong_object", "WrongObject")
+    assert "'default/victim'" in record.error and "'default/x'" in record.error
