@@ -62,6 +62,7 @@ class Delivery:
     num_delivered: int
     num_pending: int
     _msg: Msg
+    stored_at: float = 0.0  # epoch seconds the stream stored it (the server's clock; 0: unknown)
 
     async def ack(self, *, confirm: bool = True, timeout_s: float = 5.0) -> None:
         """Done with it. confirm waits for the server to record the ack, so a crash right after
@@ -93,7 +94,14 @@ def _to_delivery(msg: Msg) -> Delivery:
         data=msg.data,
         headers=dict(msg.headers or {}),
     )
-    return Delivery(record=record, num_delivered=meta.num_delivered, num_pending=meta.num_pending, _msg=msg)
+    stored_at = meta.timestamp.timestamp() if meta.timestamp is not None else 0.0
+    return Delivery(
+        record=record,
+        num_delivered=meta.num_delivered,
+        num_pending=meta.num_pending,
+        _msg=msg,
+        stored_at=stored_at,
+    )
 
 
 class DurableConsumer:

@@ -105,7 +105,24 @@ async def move_to_dead_letters(
 ) -> None:
     """Copy a delivered message to the dead-letter stream (the caller then settles it on its own
     stream). Raises BusError when the copy could not be stored."""
-    message = delivery.record
+    await dead_letter_record(
+        bus, delivery.record, delivery.num_delivered, consumer, reason, exc, now=now, answer=answer
+    )
+
+
+async def dead_letter_record(
+    bus: Bus,
+    message: StreamRecord,
+    deliveries: int,
+    consumer: str,
+    reason: DeadLetterReason,
+    exc: BaseException,
+    *,
+    now: float,
+    answer: str = "",
+) -> None:
+    """Copy a message of a work queue (delivered or not) to the dead-letter stream; raises BusError when
+    the copy could not be stored."""
     letter = DeadLetter(
         stream=message.stream,
         consumer=consumer,
@@ -113,7 +130,7 @@ async def move_to_dead_letters(
         subject=message.subject,
         headers=dict(message.headers),
         data=message.data,
-        deliveries=delivery.num_delivered,
+        deliveries=deliveries,
         reason=reason,
         error_type=type(exc).__name__,
         error=error_text(exc),
