@@ -45,6 +45,7 @@ from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.errors import BusError
 from shared.bus.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
 from shared.bus.jetstream import MAX_BATCH_MESSAGES, Bus, ConnectionChange
+from shared.bus.log_gaps import LogGap
 from shared.bus.poison import error_text, move_to_dead_letters
 from shared.bus.streams import deadletter_stream, plans_stream
 from shared.bus.subjects import PLANS_STREAM, event_subject
@@ -179,7 +180,26 @@ class BinderService(EventSourcedService[BinderShellState]):
             log.info("hearing heartbeats again: every node gets a fresh timeout", after=change)
             self.state.core = self.binder.heard_all(self.state.core, now)
 
+    def _log_gap(self, gap: LogGap) -> None:
+        """The log's reading stalled with the connection up (its consumer recreated, records skipped):
+        the heartbeats on that connection may have stalled too, so silence up to now counts against no
+        node. Noticed when the next record arrives (at most two idle heartbeats, 2 s, after a consumer
+        was lost the client recreates it; the binder's own outputs and the agents' reports keep the log
+        moving in a busy cluster)."""
+        super()._log_gap(gap)
+        log.warning(
+            "a gap in reading the log: every node gets a fresh timeout", silent_s=round(gap.silent_s, 3)
+        )
+        self.state.core = self.binder.heard_all(self.state.core, self.clock())
+
     async def _listen_heartbeats(self) -> None:
+        # Heartbeats are core NATS messages on this one connection. The server drops messages of a
+        # subscription only (1) while the connection is down (the disconnected callback: deaf), (2) when
+        # the client's pending limits overflow (the slow-consumer error callback: heard_all) or (3) when
+        # it judges the client a slow consumer itself, and then it closes the connection (1 again). So
+        # on one server no heartbeat is lost without a callback. Not covered: in a cluster, a broken
+        # route between the binder's server and an agent's drops that agent's heartbeats with nothing
+        # to tell the binder; that looks like the agent being cut off (docs/reliability.md).
         sub = await self.bus.nc.subscribe(HEARTBEAT_FILTER, cb=self._heartbeat)
         try:
             await self.stopping.wait()

@@ -37,6 +37,7 @@ from shared.bus.errors import (
     DuplicateBatch,
 )
 from shared.bus.identity_check import refuse_wrong_object
+from shared.bus.log_gaps import LogGap
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
@@ -383,10 +384,15 @@ class Bus:
         return _replay.follow(self.js, stream, from_seq, subject_filter)
 
     def follow_batches(
-        self, stream: str, from_seq: int = 1, subject_filter: Filters = None
+        self,
+        stream: str,
+        from_seq: int = 1,
+        subject_filter: Filters = None,
+        on_gap: Callable[[LogGap], None] | None = None,
     ) -> AsyncIterator[list[StreamRecord]]:
-        """follow() in batches: each what arrived while the previous one was being handled."""
-        return _replay.follow_batches(self.js, stream, from_seq, subject_filter)
+        """follow() in batches: each what arrived while the previous one was being handled; on_gap
+        hears of the gaps the client healed by itself (shared/bus/log_gaps.py)."""
+        return _replay.follow_batches(self.js, stream, from_seq, subject_filter, on_gap=on_gap)
 
     async def durable(self, spec: ConsumerSpec) -> DurableConsumer:
         """Create or update a durable pull consumer and bind to it."""

@@ -39,6 +39,12 @@ class RunnerMetrics:
             "Keys whose last reconcile raised and that wait for a retry",
             ("service",),
         ).labels(service)
+        self.log_gaps = registry.counter(
+            "lahar_runner_log_gaps_total",
+            "Gaps in following the log that the client healed by itself (its consumer recreated, or "
+            "records skipped): the reader was cut off for a while with its connection up",
+            ("service",),
+        ).labels(service)
         self.quarantine_records = registry.counter(
             "lahar_runner_quarantine_records_total",
             "Quarantine records by result (recorded, duplicate: recorded before, refused, dropped)",

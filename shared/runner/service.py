@@ -26,6 +26,7 @@ from contracts.identity import WrongObject
 from contracts.payloads import PayloadError
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
+from shared.bus.log_gaps import LogGap
 from shared.bus.poison import error_text
 from shared.bus.records import StreamRecord
 from shared.bus.replay import Filters, filter_list
@@ -281,9 +282,23 @@ class EventSourcedService(Service, Generic[S]):
             await asyncio.gather(main, *background, *extras, return_exceptions=True)
 
     async def _read_log(self) -> None:
-        async for records in self.bus.follow_batches(EVENTS_STREAM, self.seq + 1, self.subject_filter):
+        follow = self.bus.follow_batches(EVENTS_STREAM, self.seq + 1, self.subject_filter, self._log_gap)
+        async for records in follow:
             await self._queue.put(records)
         raise RuntimeError("the live log subscription ended")
+
+    def _log_gap(self, gap: LogGap) -> None:
+        """The live reading of the log had a gap the client healed (shared/bus/log_gaps.py): counted and
+        logged with its extent; a service whose judgement depends on hearing the cluster overrides this."""
+        self.metrics.log_gaps.inc()
+        log.warning(
+            "a gap in reading the log",
+            after_seq=gap.after_seq,
+            seq=gap.seq,
+            consumer_recreated=gap.restarted,
+            records_skipped=gap.skipped,
+            silent_s=round(gap.silent_s, 3),
+        )
 
     async def _wake_on_stop(self) -> None:
         await self.stopping.wait()
