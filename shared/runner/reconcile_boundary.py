@@ -81,8 +81,8 @@ class ReconcileBoundary(Generic[S]):
                 outputs = self.core.reconcile(state, now, None)
             except Exception as exc:
                 return self._full_failed(state, now, exc, at, seq)
-            if self.failing:
-                self._healed(list(self.failing))  # every key was reconciled with it
+            if self.failing:  # every key was reconciled with it (due() was not)
+                self._healed([key for key in self.failing if key != DUE])
             return outputs
         if self.failing:
             keys = [key for key in keys if not self._waiting(key, at)]
