@@ -15,11 +15,14 @@ from collections import deque
 import nats.errors
 import structlog
 
-from contracts.bus_messages import QuarantineRecord, ReconcileFailure
+from contracts.bus_messages import QuarantineReason, QuarantineRecord, ReconcileFailure
+from shared.bus.envelope import Envelope
 from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
-from shared.bus.poison import RecordRefused, record_quarantined, record_reconcile_failure
+from shared.bus.poison import RecordRefused, error_text, record_quarantined, record_reconcile_failure
+from shared.bus.records import StreamRecord
 from shared.bus.streams import quarantine_stream
+from shared.bus.subjects import EventSubject
 from shared.runner.metrics import RunnerMetrics
 
 log = structlog.get_logger(__name__)
@@ -50,6 +53,42 @@ class Quarantine:
             self.metrics.quarantine_records.labels(self.metrics.service, "dropped").inc()
         self._queue.append(record)
         self._queued.set()
+
+    def set_aside(
+        self,
+        service: str,
+        record: StreamRecord,
+        ref: EventSubject | None,
+        env: Envelope | None,
+        reason: QuarantineReason,
+        exc: Exception,
+        *,
+        now: float,
+    ) -> None:
+        """Log an event the loop set aside, with its sequence, and queue its record."""
+        event_type = env.type if env is not None else (ref.type if ref is not None else "")
+        log.error(
+            "event quarantined",
+            seq=record.seq,
+            subject=record.subject,
+            type=event_type,
+            reason=reason,
+            error=repr(exc),
+            exc_info=reason in ("apply_error", "touched_error"),  # a core's bug: where it raised
+        )
+        self.note(
+            QuarantineRecord(
+                service=service,
+                seq=record.seq,
+                subject=record.subject,
+                type=event_type,
+                id=env.id if env is not None else "",
+                reason=reason,
+                error_type=type(exc).__name__,
+                error=error_text(exc),
+                time=now,
+            )
+        )
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Write queued records until stopping; a record the stream cannot take now is tried again."""

@@ -21,13 +21,12 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
 
-from contracts.bus_messages import QuarantineReason, QuarantineRecord
+from contracts.bus_messages import QuarantineReason
 from contracts.identity import WrongObject
 from contracts.payloads import PayloadError
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
 from shared.bus.log_gaps import LogGap
-from shared.bus.poison import error_text
 from shared.bus.records import StreamRecord
 from shared.bus.replay import Filters, filter_list
 from shared.bus.streams import events_stream
@@ -453,29 +452,7 @@ class EventSourcedService(Service, Generic[S]):
         reason: QuarantineReason,
         exc: Exception,
     ) -> None:
-        event_type = env.type if env is not None else (ref.type if ref is not None else "")
-        log.error(
-            "event quarantined",
-            seq=record.seq,
-            subject=record.subject,
-            type=event_type,
-            reason=reason,
-            error=repr(exc),
-            exc_info=reason in ("apply_error", "touched_error"),  # a core's bug: where it raised
-        )
-        self.quarantine.note(
-            QuarantineRecord(
-                service=self.name,
-                seq=record.seq,
-                subject=record.subject,
-                type=event_type,
-                id=env.id if env is not None else "",
-                reason=reason,
-                error_type=type(exc).__name__,
-                error=error_text(exc),
-                time=self.clock(),
-            )
-        )
+        self.quarantine.set_aside(self.name, record, ref, env, reason, exc, now=self.clock())
 
     async def _reconcile(self) -> None:
         started = time.perf_counter()
