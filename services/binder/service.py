@@ -73,7 +73,7 @@ class BinderConfig(RunnerConfig):
     plan_max_deliver: int = 20
     plan_attempts: int = 3  # a plan whose handling raised this often is moved to the dead letters
     plan_catch_up_s: float = 5.0  # how long a plan made at a later seq than the ledger's waits for it
-    plan_max_age_s: float = 60.0  # a plan stored longer ago than this is refused, not committed late
+    plan_max_age_s: float = 120.0  # a plan stored longer ago than this is refused, not committed late
     plan_retry_max_s: float = 30.0  # the longest wait before a plan whose events were not stored comes back
     plan_sweep_s: float = 10.0  # how often an idle leader looks for plans past their last delivery
 
