@@ -378,7 +378,14 @@ class BinderService(EventSourcedService[BinderShellState]):
         letters, its replica told (PlanRejected), then deleted from the stream. What fails is tried
         again at the next sweep (the dead letter's and the rejection's ids make that safe)."""
         for record in await abandoned_plans(self.bus, CONSUMER):
-            await settle_abandoned(self, record)
+            try:
+                await settle_abandoned(self, record)
+            except (nats.errors.Error, TimeoutError):
+                raise  # the consumer loop binds again and sweeps later
+            except Exception:  # a plan that makes the sweep raise must not stop the binder either
+                log.exception(
+                    "an abandoned plan could not be settled; trying at the next sweep", seq=record.seq
+                )
 
     def _checked(self, delivery: Delivery, plan: PlanMessage) -> tuple[list[Output], bool]:
         """The plan's outputs, decided in a span that joins the plan's trace."""
