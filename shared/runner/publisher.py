@@ -21,6 +21,7 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from contracts.identity import OBJECT_EVENT_TYPES, identity_problem
 from shared.bus.envelope import Envelope
 from shared.bus.errors import (
     AtomicBatchUnsupported,
@@ -140,13 +141,28 @@ class Publisher:
         in_flight = {o.id for o in unique if self._inflight.get(o.id, 0.0) > now}
         # A batch went out atomically: if any of its outputs is in flight, all of them are.
         sent_batches = {o.batch for o in unique if o.id in in_flight and o.batch is not None}
-        fresh = [o for o in unique if o.id not in in_flight and o.batch not in sent_batches]
+        fresh = [
+            o for o in unique if o.id not in in_flight and o.batch not in sent_batches and self._allowed(o)
+        ]
         failed = 0
         for step in plan_steps(fresh):
             if not may_publish():
                 break
             failed += await self._send(step)
         return failed
+
+    def _allowed(self, output: Output) -> bool:
+        """False for an output about another object than its subject names (contracts/identity.py): the
+        bus would refuse it, and with it whatever shares its step; a core's bug that publishing again
+        cannot fix, so it is counted and logged, not retried until the core decides it again."""
+        if output.type not in OBJECT_EVENT_TYPES:
+            return True
+        problem = identity_problem(output.type, output.payload, output.namespace, output.name)
+        if problem is None:
+            return True
+        log.error("output refused: its payload is about another object", id=output.id, problem=problem)
+        self.metrics.published(output.type, "refused")
+        return False
 
     async def _send(self, step: _Step) -> int:
         spans = [self._start_span(o) if self.records else None for o in step.outputs]
