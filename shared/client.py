@@ -28,7 +28,7 @@ from nats.aio.client import Client as NatsClient
 
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, encode_token, event_filter, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_filter, logs_subject, parse_event_subject
 from shared.client_reads import (
     API_KINDS,
     DELETED,
@@ -308,7 +308,7 @@ class LaharClient:
         self, pod: str, namespace: str = "default", *, container: str | None = None, follow: bool = False
     ) -> AsyncIterator[str]:
         """The pod's output from its node agent, chunk by chunk; with follow, until the pod is done."""
-        subject = f"lahar.logs.{encode_token(namespace)}.{encode_token(pod)}"
+        subject = logs_subject(namespace, pod)
         offset = 0
         while True:
             body = json.dumps({"container": container, "offset": offset}).encode()
