@@ -43,6 +43,7 @@ from shared.client_reads import (
     job_history,
     resolve_kind,
 )
+from shared.security.credentials import CredentialsError, connect_options
 from shared.store.etcd import Etcd, EtcdError
 from shared.store.read_model import ReadModel
 from shared.telemetry.tracing import trace_headers
@@ -66,8 +67,12 @@ class LaharClient:
         self.request_timeout_s = request_timeout_s
 
     @classmethod
-    async def connect(cls, nats_url: str, etcd_endpoint: str, *, timeout_s: float = 5.0) -> LaharClient:
-        """Connect to NATS and etcd ("host:port"); LaharError naming the one that cannot be reached."""
+    async def connect(
+        cls, nats_url: str, etcd_endpoint: str, *, creds: str | None = None, timeout_s: float = 5.0
+    ) -> LaharClient:
+        """Connect to NATS and etcd ("host:port"); LaharError naming the one that cannot be reached or
+        refuses the credentials. creds: a credentials file (`lahar up` writes the operator's to
+        <home>/creds/admin.nk); None for a server without authentication."""
         host, _, port = etcd_endpoint.removeprefix("http://").rpartition(":")
         if not host or not port.isdigit():
             raise LaharError(f"etcd endpoint: expected host:port, got {etcd_endpoint!r}")
@@ -76,6 +81,10 @@ class LaharClient:
             return None
 
         try:
+            options = connect_options(creds)
+        except CredentialsError as exc:
+            raise LaharError(str(exc)) from exc
+        try:
             # a few attempts only: a client reports an unreachable server instead of waiting forever
             nc: NatsClient = await nats.connect(
                 nats_url,
@@ -83,8 +92,13 @@ class LaharClient:
                 max_reconnect_attempts=3,
                 reconnect_time_wait=0.3,
                 error_cb=quiet,
+                **options,
             )
-        except (OSError, nats.errors.Error) as exc:
+        except nats.errors.Error as exc:
+            if "authorization violation" in str(exc).lower():
+                raise LaharError(f"NATS at {nats_url} refused the credentials {creds or '(none)'}") from exc
+            raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
+        except OSError as exc:
             raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
         try:
             etcd = await Etcd.connect(host, int(port), timeout_s=timeout_s)

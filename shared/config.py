@@ -43,6 +43,7 @@ class ServiceConfig:
     only here, so a subclass's fields may be required) and checks them by extending problems()."""
 
     nats_url: str = "nats://127.0.0.1:4222"
+    nats_creds: str = ""  # the service's credentials file (an nkey seed); empty: the server is open
     etcd_endpoint: str = "127.0.0.1:2379"
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0  # 0: pick a free port (logged at start)

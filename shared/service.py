@@ -131,7 +131,8 @@ async def connect_bus(config: ServiceConfig, stack: contextlib.AsyncExitStack, *
     """A bus connection closed when the stack unwinds (after the service's drain). It waits for a server
     that is down and reconnects after every drop, forever (Bus.connect)."""
     # a comma-separated list names several servers of a NATS cluster; the client fails over among them
-    bus = await Bus.connect([url.strip() for url in config.nats_url.split(",")], name=name)
+    servers = [url.strip() for url in config.nats_url.split(",")]
+    bus = await Bus.connect(servers, name=name, creds=config.nats_creds or None)
     stack.push_async_callback(bus.close)
     return bus
 

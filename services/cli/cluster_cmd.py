@@ -1,7 +1,9 @@
 """The commands that talk to a running cluster: `lahar apply`, `get`, `delete`, `wait`, `events`, `logs`.
 
 They find the cluster from `stack.json` in the lahar home (`lahar up`), unless --nats-url and
---etcd-endpoint (or $LAHAR_NATS_URL and $LAHAR_ETCD_ENDPOINT) name one. Writes go to admission, reads
+--etcd-endpoint (or $LAHAR_NATS_URL and $LAHAR_ETCD_ENDPOINT) name one, and connect to NATS with --creds
+(or $LAHAR_CREDS), by default the local stack's operator credentials (<home>/creds/admin.nk, written by
+`lahar up`). Writes go to admission, reads
 come from the read model, `events` from the event log and `logs` from the pod's node agent.
 """
 
@@ -20,7 +22,7 @@ from contracts.codec import DecodeError
 from contracts.objects import Job, Pod
 from contracts.parse import duration_seconds
 from services.cli import output
-from services.cli.stack.layout import StackState, lahar_home, process_alive
+from services.cli.stack.layout import StackState, admin_creds_path, lahar_home, process_alive
 from shared.client import LaharClient, LaharError, Unreachable
 from shared.client_reads import NAMESPACED, UnknownKind, resolve_kind
 
@@ -36,6 +38,12 @@ def add_connection(parser: argparse.ArgumentParser) -> None:
         "--etcd-endpoint",
         default=os.environ.get("LAHAR_ETCD_ENDPOINT"),
         help="host:port; default: from stack.json",
+    )
+    group.add_argument(
+        "--creds",
+        default=os.environ.get("LAHAR_CREDS"),
+        metavar="FILE",
+        help="NATS credentials file (default $LAHAR_CREDS, else the local stack's admin credentials)",
     )
     group.add_argument("--home", help="the stack's state directory (default $LAHAR_HOME or ~/.lahar)")
 
@@ -62,12 +70,21 @@ def endpoints(args: argparse.Namespace) -> tuple[str, str]:
     return args.nats_url or state.nats_url, args.etcd_endpoint or state.etcd_endpoint
 
 
+def credentials(args: argparse.Namespace) -> str | None:
+    """--creds or $LAHAR_CREDS, else the local stack's admin credentials when the home has them (a
+    cluster without authentication needs none)."""
+    if args.creds:
+        return str(args.creds)
+    admin = admin_creds_path(lahar_home(args.home))
+    return str(admin) if admin.is_file() else None
+
+
 def run(args: argparse.Namespace, body: Body) -> int:
     """Connect, run body, close; errors become a message on stderr and an exit status."""
 
     async def main() -> int:
         nats_url, etcd_endpoint = endpoints(args)
-        async with await LaharClient.connect(nats_url, etcd_endpoint) as client:
+        async with await LaharClient.connect(nats_url, etcd_endpoint, creds=credentials(args)) as client:
             return await body(client)
 
     try:

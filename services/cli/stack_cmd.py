@@ -57,6 +57,8 @@ def _running(home) -> StackState | None:
 
 def describe(state: StackState) -> str:
     lines = [f"nats      {state.nats_url}", f"etcd      http://{state.etcd_endpoint}"]
+    if state.admin_creds:
+        lines.append(f"creds     {state.admin_creds} (admin; the CLI's default)")
     for service in state.services:
         lines.append(
             f"{service.name:<20} pid {service.pid:<8} http://127.0.0.1:{service.metrics_port}/metrics"
@@ -177,7 +179,15 @@ def run_status(args: argparse.Namespace) -> int:
         return 1
     rows = process_rows(state)
     if args.output == "json":
-        print(json.dumps({"ready": state.ready, "home": state.home, "processes": rows}, indent=2))
+        document = {
+            "ready": state.ready,
+            "home": state.home,
+            "nats_url": state.nats_url,
+            "etcd_endpoint": state.etcd_endpoint,
+            "admin_creds": state.admin_creds,
+            "processes": rows,
+        }
+        print(json.dumps(document, indent=2))
     else:
         print(f"{'NAME':<20} {'PID':<8} {'STATE':<11} {'ROLE':<8} {'RESTARTS':<9} ENDPOINT")
         for row in rows:

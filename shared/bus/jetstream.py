@@ -39,6 +39,7 @@ from shared.bus.errors import (
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
+from shared.security.credentials import connect_options
 
 log = structlog.get_logger(__name__)
 
@@ -124,9 +125,11 @@ class Bus:
         name: str | None = None,
         request_timeout_s: float = 5.0,
         reconnect_wait_s: float = 0.5,
+        creds: str | None = None,
     ) -> Bus:
         """Connect, reconnecting forever after the connection drops (a service outlives server restarts).
-        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer."""
+        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer.
+        creds: the user's credentials file (shared/security/credentials.py); None for an open server."""
         listeners: list[ConnectionListener] = []
 
         def tell(change: ConnectionChange) -> None:
@@ -153,6 +156,7 @@ class Bus:
             error_cb=on_error,
             disconnected_cb=on_disconnected,
             reconnected_cb=on_reconnected,
+            **connect_options(creds),
         )
         return cls(nc, request_timeout_s=request_timeout_s, listeners=listeners)
 

@@ -12,6 +12,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from shared.security.permissions import Identity
+
 STATE_FILE = "stack.json"
 
 # What the supervisor is doing about a process (recorded in stack.json).
@@ -21,6 +23,12 @@ RESTARTING = "restarting"
 
 NATS = "nats-server"
 ETCD = "etcd"
+CREDS_DIR = "creds"  # every user's nkey seed, mode 0600 (services/cli/stack/identities.py)
+
+
+def admin_creds_path(home: Path) -> Path:
+    """Where `lahar up` writes the operator's credentials: what the CLI connects with by default."""
+    return home / CREDS_DIR / "admin.nk"
 
 
 def lahar_home(explicit: str | None = None) -> Path:
@@ -38,8 +46,9 @@ class ServiceSpec:
     name: str
     module: str
     args: tuple[str, ...] = ()
+    identity: Identity | None = None  # its user on the bus (shared/security/permissions.py)
 
-    def command(self, nats_url: str, etcd: str, metrics_port: int) -> list[str]:
+    def command(self, nats_url: str, etcd: str, metrics_port: int, creds: str = "") -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -50,6 +59,7 @@ class ServiceSpec:
             etcd,
             "--metrics-port",
             str(metrics_port),
+            *(("--nats-creds", creds) if creds else ()),
             *self.args,
         ]
 
@@ -87,6 +97,7 @@ class StackState:
     home: str
     nats_url: str = ""
     etcd_endpoint: str = ""
+    admin_creds: str = ""  # the operator's credentials file; empty: NATS runs without authentication
     servers: list[RunningServer] = field(default_factory=list)
     services: list[RunningService] = field(default_factory=list)
     ready: bool = False

@@ -26,10 +26,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contracts.events import ADMISSION, NODE_AGENT, SCHEDULER
 from services.cli.stack.backoff import restart_delay
+from services.cli.stack.identities import SIM_AGENT, StackCredentials, issue_credentials
 from services.cli.stack.layout import RESTARTING, RUNNING, STARTING, RunningService, ServiceSpec, StackState
 from services.cli.stack.readiness import waiting_for
 from services.cli.stack.server_keeper import ServerKeeper, record_of
+from shared.security.permissions import Identity
 from shared.servers import EtcdServer, NatsServer, free_port
 
 STOP_GRACE_S = 10.0
@@ -53,24 +56,45 @@ def service_specs(
     """Every service process of the stack, in start order. With standbys, a second instance of each
     leader-elected service (named <service>-2) campaigns in the same election: started after the first,
     it follows the log as a hot standby and takes over when the leader resigns or its lease expires."""
-    agent_dir = ("--data-dir", str(home / "data" / "node-agent"))
+    # the agent id names its producer token, so its user may publish only under it
+    agent_id = SIM_AGENT if sim_nodes else node_name
+    agent_dir = ("--data-dir", str(home / "data" / "node-agent"), "--agent-id", agent_id)
     if sim_nodes:
         agent_args = ("--runtime", "sim", "--sim-nodes", str(sim_nodes), *agent_dir)
     else:
         agent_args = ("--runtime", "process", "--node-name", node_name, *agent_dir)
-    agent = ServiceSpec("node-agent", "services.node_agent", agent_args)
+    agent = ServiceSpec(
+        "node-agent",
+        "services.node_agent",
+        agent_args,
+        Identity("node-agent", NODE_AGENT, f"{NODE_AGENT}.{agent_id}"),
+    )
     schedulers = [
-        ServiceSpec(f"scheduler-{i}", "services.scheduler", ("--replica-id", f"scheduler-{i}"))
+        ServiceSpec(
+            f"scheduler-{i}",
+            "services.scheduler",
+            ("--replica-id", f"scheduler-{i}"),
+            Identity(f"scheduler-{i}", SCHEDULER, f"scheduler-{i}"),
+        )
         for i in range(replicas)
     ]
     instances = [""] + ([STANDBY_SUFFIX] if standbys else [])
     elected = [
         # the process's stack name is its candidate name, so the election key says which one leads
-        ServiceSpec(f"{name}{suffix}", module, ("--instance-id", f"{name}{suffix}"))
+        # every instance writes under the service's producer token (its core's name)
+        ServiceSpec(
+            f"{name}{suffix}",
+            module,
+            ("--instance-id", f"{name}{suffix}"),
+            Identity(f"{name}{suffix}", name, name),
+        )
         for suffix in instances
         for name, module in ELECTED
     ]
-    return [ServiceSpec("admission", "services.admission"), *elected, *schedulers, agent]
+    admission = ServiceSpec(
+        "admission", "services.admission", identity=Identity(ADMISSION, ADMISSION, ADMISSION)
+    )
+    return [admission, *elected, *schedulers, agent]
 
 
 def port_bindable(port: int) -> bool:
@@ -118,6 +142,8 @@ class Supervisor:
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
+        self.credentials: StackCredentials | None = None
+        self.stream_replicas = 1  # the replicas the streams are provisioned with (the services' default)
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -193,7 +219,11 @@ class Supervisor:
     async def _start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.state.write(self.home)
-        self.nats = await NatsServer.astart_in(self.home / "nats")
+        # a fresh key per user at every start (docs/security.md): the server loads the users' public keys
+        self.credentials = issue_credentials(self.home, self.specs)
+        self.nats = await NatsServer.astart_in(self.home / "nats", extra_args=self.credentials.server_args)
+        await self.credentials.provision_streams(self.nats.url, replicas=self.stream_replicas)
+        self.state.admin_creds = str(self.credentials.admin)
         self.etcd = await EtcdServer.astart_in(self.home / "etcd")
         self.state.nats_url = self.nats.url
         self.state.etcd_endpoint = f"{self.etcd.host}:{self.etcd.port}"
@@ -236,7 +266,8 @@ class Supervisor:
         """Start the service's process and record it (in `phase`) without waiting for it."""
         port = port or free_port()
         log_path = logs / f"{spec.name}.log"
-        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port)
+        creds = self.credentials.of(spec.name) if self.credentials is not None else ""
+        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds)
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True

@@ -1,0 +1,80 @@
+"""The local stack's users on the bus: `lahar up` makes an nkey per user (every service process, the
+operator's `admin`, and the `provisioner` that creates the streams), writes each seed to
+<home>/creds/<user>.nk (mode 0600) and the nats-server configuration listing their public keys with their
+permissions (shared/security/permissions.py) to <home>/nats/auth.conf. Every start makes fresh keys:
+restarting the stack rotates every credential, and a key taken from an earlier run is worthless.
+
+The configuration holds only the `authorization` block, so a clustered server's own configuration can
+`include` the same file and every server of a cluster admits the same users.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.cli.stack.layout import CREDS_DIR, ServiceSpec, admin_creds_path
+from shared.bus.jetstream import Bus
+from shared.bus.streams import standard_streams
+from shared.security.credentials import CREDS_SUFFIX, User, authorization_block, new_user, write_seed
+from shared.security.permissions import ADMIN, PROVISIONER, Identity
+
+SIM_AGENT = "sim"  # the agent id of the stack's hollow nodes (the node agent's default sim prefix)
+AUTH_CONF = "auth.conf"
+
+
+@dataclass(frozen=True, slots=True)
+class StackCredentials:
+    conf: Path  # the nats-server configuration file (the authorization block)
+    files: dict[str, Path]  # user -> credentials file
+
+    @property
+    def server_args(self) -> tuple[str, ...]:
+        return ("--config", str(self.conf))
+
+    @property
+    def admin(self) -> Path:
+        return self.files[ADMIN]
+
+    def of(self, user: str) -> str:
+        path = self.files.get(user)
+        return "" if path is None else str(path)
+
+    async def provision_streams(self, nats_url: str, *, replicas: int) -> None:
+        """Create (or bring to their spec) the standard streams, as the only user allowed to: the
+        services find them as they expect and need no right to change a stream's configuration."""
+        bus = await Bus.connect(nats_url, name="lahar-provisioner", creds=str(self.files[PROVISIONER]))
+        try:
+            await bus.ensure_streams(standard_streams(replicas=replicas))
+        finally:
+            await bus.close()
+
+
+def stack_identities(specs: Sequence[ServiceSpec]) -> list[Identity]:
+    services = [spec.identity for spec in specs if spec.identity is not None]
+    return [*services, Identity(ADMIN, ADMIN), Identity(PROVISIONER, PROVISIONER)]
+
+
+def issue_credentials(home: Path, specs: Sequence[ServiceSpec]) -> StackCredentials:
+    """Fresh keys for every user of the stack, their seed files, and the server's configuration."""
+    creds_dir = home / CREDS_DIR
+    creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(creds_dir, 0o700)  # mkdir's mode is masked by the umask, and an older directory kept its own
+    users: list[User] = [new_user(identity) for identity in stack_identities(specs)]
+    files = {}
+    for user in users:
+        path = creds_dir / f"{user.identity.user}{CREDS_SUFFIX}"
+        write_seed(path, user.seed)
+        files[user.identity.user] = path
+    assert files[ADMIN] == admin_creds_path(home)
+    conf = home / "nats" / AUTH_CONF
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    tmp = conf.with_name(AUTH_CONF + ".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    tmp.write_text(authorization_block(users))
+    tmp.replace(conf)
+    return StackCredentials(conf, files)
