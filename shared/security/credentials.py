@@ -22,8 +22,6 @@ import nkeys
 
 from shared.security.permissions import Identity, Permissions, inbox_prefix, permissions
 
-CREDS_SUFFIX = ".nk"
-
 
 class CredentialsError(ValueError):
     """A credentials file that cannot be read or holds no user seed; the message names the file."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import nats
 import nats.errors
 import pytest
+from e2e.conftest import Stack
 from nats.aio.client import Client as NatsClient
 
 from contracts.events import BINDER
@@ -25,7 +26,6 @@ from shared.bus.subjects import EVENTS_STREAM, event_filter, event_subject, inta
 from shared.client import LaharClient
 from shared.security.credentials import connect_options, new_user, write_seed
 from shared.security.permissions import ADMIN, Identity
-from tests.e2e.conftest import Stack
 
 pytestmark = pytest.mark.timeout(300)
 

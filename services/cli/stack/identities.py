@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.cli.stack.layout import CREDS_DIR, ServiceSpec, admin_creds_path
+from services.cli.stack.layout import CREDS_DIR, ServiceSpec, creds_path
 from shared.bus.jetstream import Bus
 from shared.bus.streams import standard_streams
-from shared.security.credentials import CREDS_SUFFIX, User, authorization_block, new_user, write_seed
+from shared.security.credentials import User, authorization_block, new_user, write_seed
 from shared.security.permissions import ADMIN, PROVISIONER, Identity
 
 SIM_AGENT = "sim"  # the agent id of the stack's hollow nodes (the node agent's default sim prefix)
@@ -66,10 +66,9 @@ def issue_credentials(home: Path, specs: Sequence[ServiceSpec]) -> StackCredenti
     users: list[User] = [new_user(identity) for identity in stack_identities(specs)]
     files = {}
     for user in users:
-        path = creds_dir / f"{user.identity.user}{CREDS_SUFFIX}"
+        path = creds_path(home, user.identity.user)
         write_seed(path, user.seed)
         files[user.identity.user] = path
-    assert files[ADMIN] == admin_creds_path(home)
     conf = home / "nats" / AUTH_CONF
     conf.parent.mkdir(parents=True, exist_ok=True)
     tmp = conf.with_name(AUTH_CONF + ".tmp")

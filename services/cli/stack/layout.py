@@ -26,9 +26,14 @@ ETCD = "etcd"
 CREDS_DIR = "creds"  # every user's nkey seed, mode 0600 (services/cli/stack/identities.py)
 
 
+def creds_path(home: Path, user: str) -> Path:
+    """Where `lahar up` writes a user's credentials (its nkey seed)."""
+    return home / CREDS_DIR / f"{user}.nk"
+
+
 def admin_creds_path(home: Path) -> Path:
     """Where `lahar up` writes the operator's credentials: what the CLI connects with by default."""
-    return home / CREDS_DIR / "admin.nk"
+    return creds_path(home, "admin")
 
 
 def lahar_home(explicit: str | None = None) -> Path:
