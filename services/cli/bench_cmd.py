@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--replay", action="store_true", help="afterwards, time each service replaying the whole log"
     )
     e2e.add_argument("--keep-home", action="store_true", help="keep the stack's directory (logs) afterwards")
+    e2e.add_argument(
+        "--no-auth", action="store_true", help="the bus without authentication (what authentication costs)"
+    )
     e2e.add_argument("--repeat", type=int, default=1, help="run N times, each on a new stack; print medians")
     e2e.add_argument("-o", "--output", choices=("json", "table"), default="table")
     e2e.set_defaults(handler=run_e2e)
@@ -148,6 +151,7 @@ def run_e2e(args: argparse.Namespace) -> int:
         seed=args.seed,
         replay=args.replay,
         keep_home=args.keep_home,
+        no_auth=args.no_auth,
     )
     started = time.monotonic()
 

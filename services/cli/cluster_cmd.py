@@ -3,7 +3,7 @@
 They find the cluster from `stack.json` in the lahar home (`lahar up`), unless --nats-url and
 --etcd-endpoint (or $LAHAR_NATS_URL and $LAHAR_ETCD_ENDPOINT) name one, and connect to NATS with --creds
 (or $LAHAR_CREDS), by default the local stack's operator credentials (<home>/creds/admin.nk, written by
-`lahar up`). Writes go to admission, reads
+`lahar up` and named in stack.json). Writes go to admission, reads
 come from the read model, `events` from the event log and `logs` from the pod's node agent.
 """
 
@@ -22,7 +22,7 @@ from contracts.codec import DecodeError
 from contracts.objects import Job, Pod
 from contracts.parse import duration_seconds
 from services.cli import output
-from services.cli.stack.layout import StackState, admin_creds_path, lahar_home, process_alive
+from services.cli.stack.layout import StackState, lahar_home, process_alive
 from shared.client import LaharClient, LaharError, Unreachable
 from shared.client_reads import NAMESPACED, UnknownKind, resolve_kind
 
@@ -71,12 +71,12 @@ def endpoints(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def credentials(args: argparse.Namespace) -> str | None:
-    """--creds or $LAHAR_CREDS, else the local stack's admin credentials when the home has them (a
-    cluster without authentication needs none)."""
+    """--creds or $LAHAR_CREDS, else the admin credentials of the stack running from the home (none when
+    it runs without authentication, or no stack runs there)."""
     if args.creds:
         return str(args.creds)
-    admin = admin_creds_path(lahar_home(args.home))
-    return str(admin) if admin.is_file() else None
+    state = StackState.read(lahar_home(args.home))
+    return state.admin_creds or None if state is not None else None
 
 
 def run(args: argparse.Namespace, body: Body) -> int:

@@ -39,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a hot standby of the binder, job-controller and queue-controller (fast failover)",
     )
+    up.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="run the bus without authentication, open to anyone who reaches it (debugging, measuring)",
+    )
     up.add_argument("--home", help="state directory (default $LAHAR_HOME or ~/.lahar)")
     up.set_defaults(handler=run_up)
     down = sub.add_parser("down", help="stop the local stack")
@@ -82,12 +87,13 @@ def run_up(args: argparse.Namespace) -> int:
         def ready(state: StackState) -> None:
             print(describe(state) + "\nready; Ctrl-C stops the stack", flush=True)
 
-        return asyncio.run(Supervisor(home, specs, on_ready=ready).run())
+        return asyncio.run(Supervisor(home, specs, on_ready=ready, secure=not args.no_auth).run())
     home.mkdir(parents=True, exist_ok=True)
     with (home / "supervisor.log").open("ab") as log:
         command = [sys.executable, "-m", "services.cli.stack", "--home", str(home)]
         command += ["--sim-nodes", str(args.sim_nodes), "--replicas", str(args.replicas)]
         command += ["--standbys"] if args.standbys else []
+        command += ["--no-auth"] if args.no_auth else []
         supervisor = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )

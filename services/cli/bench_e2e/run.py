@@ -50,6 +50,7 @@ class BenchSpec:
     ready_timeout_s: float = 300.0
     round_timeout_s: float = 900.0
     keep_home: bool = False
+    no_auth: bool = False  # the bus open, as before identities (to measure what they cost)
 
 
 class _Round:
@@ -215,7 +216,7 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
 
 def run_bench(spec: BenchSpec, say: Callable[[str], None]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="lahar-bench-"))
-    stack = BenchStack(home, spec.nodes, spec.replicas)
+    stack = BenchStack(home, spec.nodes, spec.replicas, no_auth=spec.no_auth)
     try:
         say(f"starting a stack of {spec.nodes} hollow nodes, {spec.replicas} scheduler replica(s) in {home}")
         ready_s = stack.start(spec.ready_timeout_s, say)

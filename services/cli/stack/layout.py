@@ -31,10 +31,6 @@ def creds_path(home: Path, user: str) -> Path:
     return home / CREDS_DIR / f"{user}.nk"
 
 
-def admin_creds_path(home: Path) -> Path:
-    """Where `lahar up` writes the operator's credentials: what the CLI connects with by default."""
-    return creds_path(home, "admin")
-
 
 def lahar_home(explicit: str | None = None) -> Path:
     """`--home`, else $LAHAR_HOME, else ~/.lahar: one local stack per home directory."""

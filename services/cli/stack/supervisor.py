@@ -131,8 +131,14 @@ def service_health(port: int) -> dict[str, Any] | None:
 
 class Supervisor:
     def __init__(
-        self, home: Path, specs: list[ServiceSpec], on_ready: Callable[[StackState], None] | None = None
+        self,
+        home: Path,
+        specs: list[ServiceSpec],
+        on_ready: Callable[[StackState], None] | None = None,
+        *,
+        secure: bool = True,
     ) -> None:
+        self.secure = secure  # identities on the bus (docs/security.md); False: nats-server open to all
         self.on_ready = on_ready
         self.home = home
         self.specs = specs
@@ -219,11 +225,14 @@ class Supervisor:
     async def _start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.state.write(self.home)
-        # a fresh key per user at every start (docs/security.md): the server loads the users' public keys
-        self.credentials = issue_credentials(self.home, self.specs)
-        self.nats = await NatsServer.astart_in(self.home / "nats", extra_args=self.credentials.server_args)
-        await self.credentials.provision_streams(self.nats.url, replicas=self.stream_replicas)
-        self.state.admin_creds = str(self.credentials.admin)
+        if self.secure:
+            # a fresh key per user at every start (docs/security.md): the server loads their public keys
+            self.credentials = issue_credentials(self.home, self.specs)
+        server_args = self.credentials.server_args if self.credentials is not None else ()
+        self.nats = await NatsServer.astart_in(self.home / "nats", extra_args=server_args)
+        if self.credentials is not None:
+            await self.credentials.provision_streams(self.nats.url, replicas=self.stream_replicas)
+            self.state.admin_creds = str(self.credentials.admin)
         self.etcd = await EtcdServer.astart_in(self.home / "etcd")
         self.state.nats_url = self.nats.url
         self.state.etcd_endpoint = f"{self.etcd.host}:{self.etcd.port}"
