@@ -31,7 +31,6 @@ def creds_path(home: Path, user: str) -> Path:
     return home / CREDS_DIR / f"{user}.nk"
 
 
-
 def lahar_home(explicit: str | None = None) -> Path:
     """`--home`, else $LAHAR_HOME, else ~/.lahar: one local stack per home directory."""
     if explicit:
