@@ -43,7 +43,7 @@ from shared.client_reads import (
     job_history,
     resolve_kind,
 )
-from shared.security.credentials import CredentialsError, connect_options
+from shared.security.credentials import CredentialsError, read_credentials
 from shared.store.etcd import Etcd, EtcdError
 from shared.store.read_model import ReadModel
 from shared.telemetry.tracing import trace_headers
@@ -81,9 +81,10 @@ class LaharClient:
             return None
 
         try:
-            options = connect_options(creds)
+            credentials = read_credentials(creds) if creds else None
         except CredentialsError as exc:
             raise LaharError(str(exc)) from exc
+        options = credentials.connect_options() if credentials is not None else {}
         try:
             # a few attempts only: a client reports an unreachable server instead of waiting forever
             nc: NatsClient = await nats.connect(
@@ -105,7 +106,9 @@ class LaharClient:
         except (OSError, EtcdError) as exc:
             await nc.close()
             raise Unreachable(f"cannot reach etcd at {etcd_endpoint}: {exc}") from exc
-        return cls(Bus(nc, request_timeout_s=timeout_s), etcd, request_timeout_s=timeout_s * 2)
+        prefix = credentials.js_api_prefix if credentials is not None else None
+        bus = Bus(nc, request_timeout_s=timeout_s, js_api_prefix=prefix)
+        return cls(bus, etcd, request_timeout_s=timeout_s * 2)
 
     async def close(self) -> None:
         await self.etcd.close()

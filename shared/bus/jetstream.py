@@ -39,7 +39,7 @@ from shared.bus.errors import (
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
-from shared.security.credentials import connect_options
+from shared.security.credentials import read_credentials
 
 log = structlog.get_logger(__name__)
 
@@ -102,10 +102,13 @@ class Bus:
         request_timeout_s: float = 5.0,
         publish_attempts: int = 3,
         listeners: list[ConnectionListener] | None = None,
+        js_api_prefix: str | None = None,
     ) -> None:
         self.nc = nc
-        self.js = nc.jetstream(timeout=request_timeout_s)
-        self.jsm = nc.jsm(timeout=request_timeout_s)
+        # a client reaches JetStream through the calls its account imports (shared/security)
+        api = {} if js_api_prefix is None else {"prefix": js_api_prefix}
+        self.js = nc.jetstream(timeout=request_timeout_s, **api)
+        self.jsm = nc.jsm(timeout=request_timeout_s, **api)
         self.request_timeout_s = request_timeout_s
         self.publish_attempts = publish_attempts
         # told of the connection's changes when the bus was made by `connect` (which wires the client's
@@ -131,6 +134,7 @@ class Bus:
         Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer.
         creds: the user's credentials file (shared/security/credentials.py); None for an open server."""
         listeners: list[ConnectionListener] = []
+        credentials = read_credentials(creds) if creds else None
 
         def tell(change: ConnectionChange) -> None:
             for listener in list(listeners):
@@ -156,9 +160,14 @@ class Bus:
             error_cb=on_error,
             disconnected_cb=on_disconnected,
             reconnected_cb=on_reconnected,
-            **connect_options(creds),
+            **(credentials.connect_options() if credentials is not None else {}),
         )
-        return cls(nc, request_timeout_s=request_timeout_s, listeners=listeners)
+        return cls(
+            nc,
+            request_timeout_s=request_timeout_s,
+            listeners=listeners,
+            js_api_prefix=credentials.js_api_prefix if credentials is not None else None,
+        )
 
     async def close(self) -> None:
         await self.nc.close()

@@ -20,6 +20,13 @@ request names and stores what lands on a stream's subjects:
 Every user gets its own inbox prefix (``_INBOX.<public key>``, see shared/security/credentials.py): a
 shared ``_INBOX.>`` would let any user read everyone's replies and deliveries.
 
+Clients live in an account of their own (CLIENTS; the services and the streams in LAHAR) that imports
+what clients may call as services: an import maps the reply subject, so an answer (a JetStream ack, an
+API answer) can only go back to the requester, never onto a subject a client names as its reply (such as
+another writer's event subject, which the stream would store). Their JetStream calls go through the
+prefix ``lahar.js`` (CLIENTS' own ``$JS.API`` is not LAHAR's), and consumer deliveries to them through
+the exported ``_CLIENT_INBOX.>``.
+
 Reads of the event log are granted per stream, not per event type: a service replays the whole stream
 (faster than a filtered consumer, shared/runner/service.py), and a consumer with several filters does
 not name them in its API subject, so the server cannot check them.
@@ -70,6 +77,11 @@ PLANS_CONSUMER = "binder"
 API_ROOT = "lahar.api"
 INBOX_ROOT = "_INBOX"
 JS_API = "$JS.API"
+SERVICES_ACCOUNT = "LAHAR"  # the services, the provisioner and the streams
+CLIENTS_ACCOUNT = "CLIENTS"  # the operator and tenants: what they may call is imported from LAHAR
+CLIENT_JS_PREFIX = "lahar.js"  # where a client reaches the JetStream API calls imported from LAHAR
+CLIENT_INBOX_ROOT = "_CLIENT_INBOX"  # LAHAR exports it: consumer deliveries to clients
+CLIENT_READS = (EVENTS_STREAM, QUARANTINE_STREAM, DEADLETTER_STREAM)  # the streams clients may read
 # streams the benchmark creates and removes (services/cli/bench_e2e/rawpub.py) on the provisioner's user
 BENCH_STREAM = "LAHAR_BENCH_RAW"
 BENCH_ROOT = "lahar.benchraw"
@@ -105,9 +117,19 @@ class Permissions:
     allow_responses: bool = False
 
 
-def inbox_prefix(public_key: str) -> str:
+def account_of(role: str) -> str:
+    return CLIENTS_ACCOUNT if role in (ADMIN, TENANT) else SERVICES_ACCOUNT
+
+
+def inbox_prefix(account: str, public_key: str) -> str:
     """The user's own inbox prefix: replies and consumer deliveries to it come only to it."""
-    return f"{INBOX_ROOT}.{public_key}"
+    root = CLIENT_INBOX_ROOT if account == CLIENTS_ACCOUNT else INBOX_ROOT
+    return f"{root}.{public_key}"
+
+
+def js_api_prefix(account: str) -> str | None:
+    """The JetStream API prefix a user of `account` calls (None: the default `$JS.API`)."""
+    return CLIENT_JS_PREFIX if account == CLIENTS_ACCOUNT else None
 
 
 def event_publish_subjects(role: str, producer: str) -> tuple[str, ...]:
@@ -119,19 +141,35 @@ def event_publish_subjects(role: str, producer: str) -> tuple[str, ...]:
     )
 
 
-def stream_reader(stream: str) -> tuple[str, ...]:
-    """The JetStream API calls that read a stream: its info and messages by sequence or subject (the
-    reply is JSON, never a raw stored message), ordered consumers (created, looked at, removed) and
-    their flow control."""
+def _stream_read_calls(stream: str) -> tuple[str, ...]:
+    """The JetStream API calls (after the API prefix) that read a stream: its info and messages by
+    sequence or subject (the reply is JSON, never a raw stored message), ordered consumers (created,
+    looked at, removed)."""
     return (
-        f"{JS_API}.STREAM.INFO.{stream}",
-        f"{JS_API}.STREAM.MSG.GET.{stream}",
-        f"{JS_API}.CONSUMER.CREATE.{stream}",
-        f"{JS_API}.CONSUMER.CREATE.{stream}.>",
-        f"{JS_API}.CONSUMER.INFO.{stream}.>",
-        f"{JS_API}.CONSUMER.DELETE.{stream}.>",
-        f"$JS.FC.{stream}.>",
+        f"STREAM.INFO.{stream}",
+        f"STREAM.MSG.GET.{stream}",
+        f"CONSUMER.CREATE.{stream}",
+        f"CONSUMER.CREATE.{stream}.>",
+        f"CONSUMER.INFO.{stream}.>",
+        f"CONSUMER.DELETE.{stream}.>",
     )
+
+
+def stream_reader(stream: str, api: str = JS_API) -> tuple[str, ...]:
+    """Reading a stream: its read calls under the API prefix `api`, and its consumers' flow control."""
+    return (*(f"{api}.{call}" for call in _stream_read_calls(stream)), f"$JS.FC.{stream}.>")
+
+
+def client_js_calls() -> tuple[str, ...]:
+    """The JetStream API calls (after the prefix) clients may make: LAHAR exports exactly these."""
+    reads = (call for stream in CLIENT_READS for call in _stream_read_calls(stream))
+    return ("STREAM.NAMES", f"STREAM.INFO.{INTAKE_STREAM}", *reads)
+
+
+def client_services() -> tuple[str, ...]:
+    """The subjects LAHAR exports to clients as services (besides the JetStream calls): the API,
+    intake, log requests, and the flow control of the consumers they read with."""
+    return (f"{API_ROOT}.>", f"{INTAKE_ROOT}.>", f"{LOGS_ROOT}.>", *(f"$JS.FC.{s}.>" for s in CLIENT_READS))
 
 
 def work_queue_consumer(stream: str, consumer: str) -> tuple[str, ...]:
@@ -166,8 +204,8 @@ def _log_writer(role: str, producer: str) -> tuple[str, ...]:
 
 def permissions(identity: Identity, public_key: str) -> Permissions:
     """The permissions of one user, whose nkey is public_key (its inbox prefix derives from it)."""
-    inbox = f"{inbox_prefix(public_key)}.>"
     role, producer = identity.role, identity.producer
+    inbox = f"{inbox_prefix(account_of(role), public_key)}.>"
     if role == ADMISSION:
         return Permissions(
             publish=(
@@ -204,16 +242,15 @@ def permissions(identity: Identity, public_key: str) -> Permissions:
             allow_responses=True,  # the logs API's answers
         )
     if role == ADMIN:
+        # in CLIENTS: every subject here is one of client_services() or client_js_calls() imported
         return Permissions(
             publish=(
                 f"{API_ROOT}.>",
                 f"{INTAKE_ROOT}.>",
                 f"{LOGS_ROOT}.>",
-                f"{JS_API}.STREAM.NAMES",
-                *_stream_info(INTAKE_STREAM),
-                *stream_reader(EVENTS_STREAM),
-                *stream_reader(QUARANTINE_STREAM),
-                *stream_reader(DEADLETTER_STREAM),
+                f"{CLIENT_JS_PREFIX}.STREAM.NAMES",
+                f"{CLIENT_JS_PREFIX}.STREAM.INFO.{INTAKE_STREAM}",
+                *(p for stream in CLIENT_READS for p in stream_reader(stream, CLIENT_JS_PREFIX)),
             ),
             subscribe=(inbox,),
         )
@@ -228,7 +265,7 @@ def permissions(identity: Identity, public_key: str) -> Permissions:
                 f"{API_ROOT}.>",
                 *(f"{INTAKE_ROOT}.*.{ns}.*" for ns in spaces),
                 *(f"{LOGS_ROOT}.{ns}.*" for ns in spaces),
-                *_stream_info(INTAKE_STREAM),
+                f"{CLIENT_JS_PREFIX}.STREAM.INFO.{INTAKE_STREAM}",
             ),
             subscribe=(inbox,),
         )

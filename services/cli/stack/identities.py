@@ -4,8 +4,9 @@ operator's `admin`, and the `provisioner` that creates the streams), writes each
 permissions (shared/security/permissions.py) to <home>/nats/auth.conf. Every start makes fresh keys:
 restarting the stack rotates every credential, and a key taken from an earlier run is worthless.
 
-The configuration holds only the `authorization` block, so a clustered server's own configuration can
-`include` the same file and every server of a cluster admits the same users.
+The configuration holds only the `accounts` block (the services' account LAHAR, the clients' account
+CLIENTS), so a clustered server's own configuration can `include` the same file and every server of a
+cluster admits the same users.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from services.cli.stack.layout import CREDS_DIR, ServiceSpec, creds_path
 from shared.bus.jetstream import Bus
 from shared.bus.streams import standard_streams
-from shared.security.credentials import User, authorization_block, new_user, write_seed
+from shared.security.credentials import User, new_user, server_accounts, write_private
 from shared.security.permissions import ADMIN, PROVISIONER, Identity
 
 SIM_AGENT = "sim"  # the agent id of the stack's hollow nodes (the node agent's default sim prefix)
@@ -67,13 +68,13 @@ def issue_credentials(home: Path, specs: Sequence[ServiceSpec]) -> StackCredenti
     files = {}
     for user in users:
         path = creds_path(home, user.identity.user)
-        write_seed(path, user.seed)
+        write_private(path, user.file_text())
         files[user.identity.user] = path
     conf = home / "nats" / AUTH_CONF
     conf.parent.mkdir(parents=True, exist_ok=True)
     tmp = conf.with_name(AUTH_CONF + ".tmp")
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
-    tmp.write_text(authorization_block(users))
+    tmp.write_text(server_accounts(users))
     tmp.replace(conf)
     return StackCredentials(conf, files)

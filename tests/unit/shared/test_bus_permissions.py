@@ -23,18 +23,25 @@ from contracts.events import (
 from shared.bus.heartbeats import heartbeat_subject
 from shared.bus.subjects import event_subject, intake_subject, logs_subject, plan_subject
 from shared.security.credentials import (
-    authorization_block,
-    connect_options,
+    CredentialsError,
     new_user,
-    public_key_of,
-    write_seed,
+    read_credentials,
+    server_accounts,
+    write_private,
 )
 from shared.security.permissions import (
     ADMIN,
+    CLIENT_JS_PREFIX,
+    CLIENTS_ACCOUNT,
     PROVISIONER,
+    SERVICES_ACCOUNT,
     TENANT,
     Identity,
+    account_of,
+    client_js_calls,
+    client_services,
     event_writers,
+    inbox_prefix,
     permissions,
     subject_matches,
 )
@@ -115,14 +122,18 @@ def test_only_the_provisioner_changes_streams_and_nobody_may_direct_get() -> Non
         changes = [p for p in publish if ".STREAM.CREATE." in p or ".STREAM.UPDATE." in p]
         assert bool(changes) == (identity.role == PROVISIONER), identity.user
         for verb in ("DIRECT.GET", "STREAM.PURGE", "STREAM.MSG.DELETE", "STREAM.SNAPSHOT", "STREAM.RESTORE"):
-            assert not may_publish(identity, f"$JS.API.{verb}.LAHAR_EVENTS"), (identity.user, verb)
-            assert not may_publish(identity, f"$JS.API.{verb}.LAHAR_INTAKE"), (identity.user, verb)
+            for api in ("$JS.API", CLIENT_JS_PREFIX):
+                assert not may_publish(identity, f"{api}.{verb}.LAHAR_EVENTS"), (identity.user, verb)
+                assert not may_publish(identity, f"{api}.{verb}.LAHAR_INTAKE"), (identity.user, verb)
         assert not may_publish(identity, "$JS.API.STREAM.DELETE.LAHAR_EVENTS"), identity.user
+    assert not any("DIRECT" in call or "CREATE.LAHAR_INTAKE" in call for call in client_js_calls())
 
 
 def test_a_work_queue_is_read_only_by_its_consumer() -> None:
     """Its messages come from others, and a consumer delivers where its creator says."""
     for identity in EVERYONE:
+        api = CLIENT_JS_PREFIX if account_of(identity.role) == CLIENTS_ACCOUNT else "$JS.API"
+        assert not may_publish(identity, f"{api}.CONSUMER.CREATE.LAHAR_INTAKE.x"), identity.user
         intake = may_publish(identity, "$JS.API.CONSUMER.CREATE.LAHAR_INTAKE.admission")
         plans = may_publish(identity, "$JS.API.CONSUMER.CREATE.LAHAR_PLANS.binder")
         assert intake == (identity.role == ADMISSION), identity.user
@@ -145,8 +156,10 @@ def test_clients_send_api_requests_intake_and_log_requests() -> None:
 def test_every_user_subscribes_only_to_its_own_inbox_beside_what_it_serves() -> None:
     for identity in EVERYONE:
         subscribe = permissions(identity, "UOWN").subscribe
-        assert "_INBOX.UOWN.>" in subscribe
-        assert not any(subject_matches(p, "_INBOX.UOTHER.x") for p in subscribe), identity.user
+        own = inbox_prefix(account_of(identity.role), "UOWN")
+        assert f"{own}.>" in subscribe
+        other = inbox_prefix(account_of(identity.role), "UOTHER")
+        assert not any(subject_matches(p, f"{other}.x") for p in subscribe), identity.user
     served = {i.user: permissions(i, KEY) for i in EVERYONE}
     assert served["admission"].allow_responses and served["node-agent"].allow_responses
     assert not served["binder"].allow_responses and not served[ADMIN].allow_responses
@@ -167,24 +180,49 @@ def test_subject_matching_follows_nats_wildcards() -> None:
     assert not subject_matches("a.b", "a.b.c")
 
 
-def test_seed_files_are_private_and_give_the_users_inbox_prefix(tmp_path: Path) -> None:
-    user = new_user(Identity(ADMIN, ADMIN))
-    path = tmp_path / "creds" / "admin.nk"
-    old = os.umask(0)  # even a permissive umask must not make a seed readable by others
-    try:
-        write_seed(path, user.seed)
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert public_key_of(path) == user.public_key and user.public_key.startswith("U")
-    assert connect_options(path) == {"nkeys_seed": str(path), "inbox_prefix": f"_INBOX.{user.public_key}"}
-    assert connect_options(None) == {}
+def test_credentials_files_are_private_and_say_how_the_user_connects(tmp_path: Path) -> None:
+    for identity, account, api in (
+        (Identity(ADMIN, ADMIN), CLIENTS_ACCOUNT, CLIENT_JS_PREFIX),
+        (SERVICES[0], SERVICES_ACCOUNT, None),
+    ):
+        user = new_user(identity)
+        path = tmp_path / "creds" / f"{identity.user}.nk"
+        old = os.umask(0)  # even a permissive umask must not make a seed readable by others
+        try:
+            write_private(path, user.file_text())
+        finally:
+            os.umask(old)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        creds = read_credentials(path)
+        assert (creds.public_key, creds.account, creds.js_api_prefix) == (user.public_key, account, api)
+        assert creds.connect_options() == {
+            "nkeys_seed_str": user.seed,
+            "inbox_prefix": inbox_prefix(account, user.public_key),
+        }
+    (tmp_path / "bad.nk").write_text("# account: CLIENTS\nnot a seed\n")
+    with pytest.raises(CredentialsError, match="not an nkey user seed"):
+        read_credentials(tmp_path / "bad.nk")
+    (tmp_path / "two.nk").write_text(f"{user.seed}\n{user.seed}\n")
+    with pytest.raises(CredentialsError, match="expected one"):
+        read_credentials(tmp_path / "two.nk")
 
 
-def test_the_authorization_block_lists_every_user_with_its_permissions() -> None:
-    users = [new_user(identity) for identity in EVERYONE[:2]]
-    block = authorization_block(users)
-    assert block.startswith("authorization {")
-    for user in users:
-        assert f'"nkey": "{user.public_key}"' in block
-    assert '"lahar.ev.job.admission.JobSubmitted.>"' in block and '"allow_responses": true' in block
+def test_a_client_may_call_only_what_its_account_imports() -> None:
+    """Clients live in CLIENTS: a permission on a subject nothing imports would reach nothing (or, for
+    the default JetStream API prefix, CLIENTS' own JetStream, which is off)."""
+    imported = [*client_services(), *(f"{CLIENT_JS_PREFIX}.{call}" for call in client_js_calls())]
+    for identity in CLIENTS:
+        for pattern in permissions(identity, KEY).publish:
+            concrete = pattern.replace("*", "x").replace(">", "x")
+            assert any(subject_matches(i, concrete) for i in imported), (identity.user, pattern)
+
+
+def test_the_accounts_block_lists_every_user_in_its_account_with_the_clients_imports() -> None:
+    users = [new_user(identity) for identity in (SERVICES[0], CLIENTS[0])]
+    block = server_accounts(users)
+    assert block.startswith("accounts {")
+    services, clients = block.split(f"  {CLIENTS_ACCOUNT} {{")
+    assert f'"nkey": "{users[0].public_key}"' in services and "jetstream: enabled" in services
+    assert f'"nkey": "{users[1].public_key}"' in clients and "jetstream" not in clients
+    assert '"lahar.ev.job.admission.JobSubmitted.>"' in services and '"allow_responses": true' in services
+    assert '"to": "lahar.js.STREAM.INFO.LAHAR_EVENTS"' in clients
