@@ -160,7 +160,7 @@ async def fuzz(stack: Stack, api: list[Mutant], intake: list[Mutant]) -> dict[st
             except LaharError as exc:  # Unreachable: no answer within the timeout
                 answers.append((source, mutant, exc))
 
-        js = client.bus.nc.jetstream()
+        js = client.bus.js  # through the API prefix of the credentials' account (docs/security.md)
         published = []
         for mutant in intake:
             if len(mutant.data) <= max_payload:
