@@ -1,6 +1,9 @@
 """The local stack's supervisor: owns nats-server, etcd and every service process.
 
-It starts them in dependency order on free loopback ports, waits until each reports healthy and then until
+It makes the bus's credentials first (identities.py: an nkey per service process, the operator's admin,
+the provisioner; `--no-auth` leaves the bus open), starts nats-server with their permissions and creates
+the streams as the provisioner. It starts the servers and services in dependency order on free loopback
+ports, waits until each reports healthy and then until
 the stack can bind on every node (readiness.py), and records the stack in `stack.json`. Whatever exits
 while the stack is meant to run is reaped and started again, after a backoff (backoff.py): a service on
 the same metrics port while that is free (it resumes from its checkpoint and the log), nats-server and
