@@ -65,6 +65,8 @@ def issue_credentials(home: Path, specs: Sequence[ServiceSpec]) -> StackCredenti
     creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(creds_dir, 0o700)  # mkdir's mode is masked by the umask, and an older directory kept its own
     users: list[User] = [new_user(identity) for identity in stack_identities(specs)]
+    for stale in creds_dir.glob("*.nk"):  # an earlier run's users (other replicas): their keys are void
+        stale.unlink()
     files = {}
     for user in users:
         path = creds_path(home, user.identity.user)
