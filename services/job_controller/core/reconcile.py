@@ -31,8 +31,8 @@ import msgspec
 from contracts import codec, payloads
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import Job
-from services.job_controller.core import lifecycle
-from services.job_controller.core.expand import pod_for, pod_name, podgroup_for
+from services.job_controller.core import lifecycle, render
+from services.job_controller.core.expand import pod_name, podgroup_for
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.state import (
     POD_PHASES,
@@ -144,10 +144,18 @@ def _missing_pods(r: JobRecord, job: Job, now: float, status: payloads.JobStatus
                 retry, cause = existing.retry + 1, existing.end_cause
             else:
                 continue
-            pod = pod_for(
-                job, task, index, created_at=now, generation=retry, retry_count=retries, version=version
+            # render.pod_doc: codec.encode of expand.pod_for's pod, from the task's pod encoded once
+            pod = render.pod_doc(
+                r.key,
+                job,
+                task,
+                index,
+                created_at=now,
+                generation=retry,
+                retry_count=retries,
+                version=version,
             )
-            payload = payloads.PodCreated(object=codec.encode_object(pod))
+            payload = payloads.PodCreated(object={"kind": "Pod", "object": pod})
             fact = f"{r.incarnation}/{version}/{retry}"
             outputs.append(_output(r, "PodCreated", "pod", name, payload, fact, cause[1]))
     return outputs
