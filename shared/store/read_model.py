@@ -74,7 +74,7 @@ class Write:
 
 
 def _plain(obj: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    return obj if obj is None or obj.__class__ is dict else dict(obj)  # type: ignore[return-value]
+    return obj if obj is None or isinstance(obj, dict) else dict(obj)
 
 
 def _decode(key: bytes, value: bytes, prefix: bytes) -> tuple[int, StoredObject | None]:
