@@ -35,7 +35,7 @@ from services.job_controller.core.expand import (
 from services.job_controller.core.state import POD_PHASES, JobRecord
 
 Doc = dict[str, Any]
-MEMO_JOBS = 4096  # jobs whose encoded spec parts are kept (a few kB each)
+MEMO_JOBS = 1024  # jobs whose encoded spec parts are kept (about 12 kB each with a few tasks)
 _PENDING = codec.encode(PodStatus())
 _PENDING_JOB = codec.encode(JobState(phase="Pending"))
 

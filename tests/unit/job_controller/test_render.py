@@ -188,3 +188,14 @@ def test_spec_parts_are_encoded_once_per_job_not_per_render(monkeypatch: pytest.
         for i in range(40):
             log.core.render(log.state, ("pod", NS, f"gang-worker-{i}"))
     assert sorted(built) == ["ps", "worker"]  # one template per task for 41 pods and 161 values
+
+
+def test_the_memo_keeps_at_most_its_limit_of_jobs() -> None:
+    memo = render._Memo(3)
+    jobs = [default_job(gang(f"g{i}")) for i in range(5)]
+    for job in jobs:
+        memo.of(f"{NS}/{job.meta.name}", job)
+    assert list(memo.jobs) == [f"{NS}/g2", f"{NS}/g3", f"{NS}/g4"]  # the oldest dropped
+    renewed = default_job(gang("g3", workers=5))
+    assert memo.of(f"{NS}/g3", renewed).job is renewed  # a new spec replaces its job's parts
+    assert len(memo.jobs) == 3
