@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from contracts.payloads import Payload, Uncatalogued
-from contracts.typed_events import UncataloguedType, decode_payload, encode_payload
+from contracts.typed_events import RawPayload, UncataloguedType, decode_payload, encode_payload
 
 S = TypeVar("S")
 P = TypeVar("P", bound=Payload)
@@ -44,8 +44,10 @@ class Event:
     `data` is the payload as its typed class (contracts/payloads.py), decoded and checked when the event
     is made, upcast from the schema `version` it was written at (0: the current one); a payload that
     is not what its type promises raises PayloadError here, so no core ever sees it. Cores read `data`
-    (see `payload_as`); `payload` is the plain form as written. An event type the catalogue does not
-    list gets `Uncatalogued` (see there).
+    (see `payload_as`); `payload` is the plain form as written. Read from the bus, `payload` is a
+    RawPayload: `data` is decoded straight from its bytes, and the plain mapping is built only if
+    something reads it. An event type the catalogue does not list gets `Uncatalogued` (see there), and
+    its plain payload is decoded at once: it is all a reader of such an event has.
     """
 
     seq: int
@@ -67,6 +69,8 @@ class Event:
         try:
             data = decode_payload(self.type, self.version, self.payload)
         except UncataloguedType:
+            if isinstance(self.payload, RawPayload):
+                self.payload.plain  # noqa: B018  # a payload that is not plain data fails here, as it always has
             data = _UNCATALOGUED
         object.__setattr__(self, "data", data)
 
