@@ -134,7 +134,7 @@ def decode_payload(event_type: str, version: int, payload: Mapping[str, Any]) ->
     elif type(payload) is RawPayload:
         try:
             return _decoder(cls).decode(payload.raw)  # type: ignore[no-any-return]
-        except msgspec.ValidationError:
+        except msgspec.DecodeError:  # ValidationError is one
             # Refused: judged again below on the plain form, which names every offending field (and
             # decides as convert always has, should the two readings ever differ).
             payload = payload.plain
