@@ -285,6 +285,9 @@ class LaharClient:
         async for record in self.bus.replay(EVENTS_STREAM, subject_filter=event_filter(None, namespace)):
             try:
                 env, ref = record.envelope(), parse_event_subject(record.subject)
+                # the plain payload is decoded from its bytes when first read: here, where a payload
+                # that is not plain data (PayloadError) is skipped like any record that is not an event
+                payload = dict(env.payload)
             except ValueError:  # not an event (EnvelopeError is one): the services skip it too
                 continue
             raw.append(
@@ -299,7 +302,7 @@ class LaharClient:
                     env.id,
                     env.correlation_id,
                     env.causation_id,
-                    env.payload,
+                    payload,
                 )
             )
         return job_history(raw, namespace, job)
