@@ -206,7 +206,7 @@ def run_payloads(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(orjson.dumps(result).decode())
         return 0
-    ways = ("struct", "dataclass", "unchecked")
+    ways = bench_payloads.WAYS
     print(
         f"{'event type':24}"
         + "".join(f"{way + ' µs':>14}" for way in ways)
