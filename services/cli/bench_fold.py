@@ -32,7 +32,26 @@ from shared.bus.subjects import EVENTS_STREAM, EventSubject, parse_event_subject
 from shared.runner.events import to_event
 from shared.servers import NatsServer
 
-SERVICES = ("admission", "job-controller", "queue-controller", "scheduler", "binder", "node-agent")
+SERVICES = (
+    "admission",
+    "job-controller",
+    "queue-controller",
+    "scheduler",
+    "binder",
+    "node-agent",
+    "decode-only",
+)
+
+
+class DecodeOnly:
+    """A core that folds nothing, reading every event: what the edge alone costs an event (the envelope
+    decoded, the typed Event made), the part of every service's fold that is the same everywhere."""
+
+    def initial(self) -> None:
+        return None
+
+    def apply(self, state: None, event: Any) -> None:
+        return state
 
 
 def cores(nodes: int) -> dict[str, Callable[[], Any]]:
@@ -46,6 +65,7 @@ def cores(nodes: int) -> dict[str, Callable[[], Any]]:
         "scheduler": lambda: ViewCore("scheduler-0"),
         "binder": lambda: BinderShellCore(BinderCore()),
         "node-agent": lambda: AgentCore(NodeAgentCore("sim", agent_nodes(agent_config))),
+        "decode-only": DecodeOnly,
     }
 
 
