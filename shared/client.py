@@ -43,6 +43,7 @@ from shared.client_reads import (
     job_history,
     resolve_kind,
 )
+from shared.config import parse_endpoints
 from shared.store.etcd import Etcd, EtcdError
 from shared.store.read_model import ReadModel
 from shared.telemetry.tracing import trace_headers
@@ -67,10 +68,12 @@ class LaharClient:
 
     @classmethod
     async def connect(cls, nats_url: str, etcd_endpoint: str, *, timeout_s: float = 5.0) -> LaharClient:
-        """Connect to NATS and etcd ("host:port"); LaharError naming the one that cannot be reached."""
-        host, _, port = etcd_endpoint.removeprefix("http://").rpartition(":")
-        if not host or not port.isdigit():
-            raise LaharError(f"etcd endpoint: expected host:port, got {etcd_endpoint!r}")
+        """Connect to NATS and etcd; LaharError naming the one that cannot be reached. Either may name
+        several servers of a cluster, comma-separated (etcd as host:port), to use whichever answers."""
+        try:
+            endpoints = parse_endpoints(etcd_endpoint)
+        except ValueError as exc:
+            raise LaharError(f"etcd endpoint: {exc}") from exc
 
         async def quiet(_exc: Exception) -> None:
             return None
@@ -78,7 +81,7 @@ class LaharClient:
         try:
             # a few attempts only: a client reports an unreachable server instead of waiting forever
             nc: NatsClient = await nats.connect(
-                nats_url,
+                [url.strip() for url in nats_url.split(",")],
                 connect_timeout=timeout_s,
                 max_reconnect_attempts=3,
                 reconnect_time_wait=0.3,
@@ -87,7 +90,7 @@ class LaharClient:
         except (OSError, nats.errors.Error) as exc:
             raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
         try:
-            etcd = await Etcd.connect(host, int(port), timeout_s=timeout_s)
+            etcd = await Etcd.connect_cluster(endpoints, timeout_s=timeout_s)
         except (OSError, EtcdError) as exc:
             await nc.close()
             raise Unreachable(f"cannot reach etcd at {etcd_endpoint}: {exc}") from exc

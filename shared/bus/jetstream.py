@@ -126,7 +126,11 @@ class Bus:
         reconnect_wait_s: float = 0.5,
     ) -> Bus:
         """Connect, reconnecting forever after the connection drops (a service outlives server restarts).
-        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer."""
+        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer.
+
+        servers: one URL, several (a list, or one string comma-separated): the servers of a cluster.
+        The client connects to one of them (in random order, so clients spread over the cluster) and,
+        when it loses that one, reconnects to the next that answers, resubscribing its subscriptions."""
         listeners: list[ConnectionListener] = []
 
         def tell(change: ConnectionChange) -> None:
@@ -144,8 +148,9 @@ class Bus:
         async def on_reconnected() -> None:
             tell("reconnected")
 
+        pool = [url.strip() for url in servers.split(",")] if isinstance(servers, str) else list(servers)
         nc = await nats.connect(
-            servers=[servers] if isinstance(servers, str) else list(servers),
+            servers=pool,
             name=name,
             connect_timeout=request_timeout_s,
             reconnect_time_wait=reconnect_wait_s,

@@ -39,7 +39,7 @@ class ServiceSpec:
     module: str
     args: tuple[str, ...] = ()
 
-    def command(self, nats_url: str, etcd: str, metrics_port: int) -> list[str]:
+    def command(self, nats_url: str, etcd: str, metrics_port: int, extra: tuple[str, ...] = ()) -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -51,6 +51,7 @@ class ServiceSpec:
             "--metrics-port",
             str(metrics_port),
             *self.args,
+            *extra,
         ]
 
 
@@ -85,8 +86,9 @@ class RunningServer:
 class StackState:
     supervisor_pid: int
     home: str
-    nats_url: str = ""
-    etcd_endpoint: str = ""
+    ha: bool = False  # three NATS servers and three etcd members (`lahar up --ha`)
+    nats_url: str = ""  # every NATS server's URL, comma-separated
+    etcd_endpoint: str = ""  # every etcd member's host:port, comma-separated
     servers: list[RunningServer] = field(default_factory=list)
     services: list[RunningService] = field(default_factory=list)
     ready: bool = False
@@ -105,6 +107,10 @@ class StackState:
     def etcd_pid(self) -> int:
         server = self.server(ETCD)
         return server.pid if server is not None else 0
+
+    @property
+    def server_pids(self) -> list[int]:
+        return [server.pid for server in self.servers if server.pid]
 
     def write(self, home: Path) -> None:
         tmp = home / (STATE_FILE + ".tmp")

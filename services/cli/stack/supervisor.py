@@ -30,7 +30,8 @@ from services.cli.stack.backoff import restart_delay
 from services.cli.stack.layout import RESTARTING, RUNNING, STARTING, RunningService, ServiceSpec, StackState
 from services.cli.stack.readiness import waiting_for
 from services.cli.stack.server_keeper import ServerKeeper, record_of
-from shared.servers import EtcdServer, NatsServer, free_port
+from services.cli.stack.stack_servers import StackServers, start_servers
+from shared.servers import free_port
 
 STOP_GRACE_S = 10.0
 HEALTH_TIMEOUT_S = 60.0
@@ -107,14 +108,19 @@ def service_health(port: int) -> dict[str, Any] | None:
 
 class Supervisor:
     def __init__(
-        self, home: Path, specs: list[ServiceSpec], on_ready: Callable[[StackState], None] | None = None
+        self,
+        home: Path,
+        specs: list[ServiceSpec],
+        on_ready: Callable[[StackState], None] | None = None,
+        *,
+        ha: bool = False,
     ) -> None:
         self.on_ready = on_ready
         self.home = home
         self.specs = specs
-        self.state = StackState(supervisor_pid=os.getpid(), home=str(home))
-        self.nats: NatsServer | None = None
-        self.etcd: EtcdServer | None = None
+        self.ha = ha  # clusters of three NATS servers and three etcd members instead of one of each
+        self.state = StackState(supervisor_pid=os.getpid(), home=str(home), ha=ha)
+        self.servers: StackServers | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
@@ -133,10 +139,10 @@ class Supervisor:
             return 1
         if self.on_ready is not None:
             self.on_ready(self.state)
+        servers = self.servers.all if self.servers is not None else []
         server_keepers = [
             asyncio.create_task(ServerKeeper(server, record, self._changed, self.stopping).run())
-            for server, record in zip((self.nats, self.etcd), self.state.servers, strict=True)
-            if server is not None
+            for server, record in zip(servers, self.state.servers, strict=True)
         ]
         keepers = [asyncio.create_task(self._keep_alive(spec)) for spec in self.specs]
         await self.stopping.wait()
@@ -193,11 +199,10 @@ class Supervisor:
     async def _start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.state.write(self.home)
-        self.nats = await NatsServer.astart_in(self.home / "nats")
-        self.etcd = await EtcdServer.astart_in(self.home / "etcd")
-        self.state.nats_url = self.nats.url
-        self.state.etcd_endpoint = f"{self.etcd.host}:{self.etcd.port}"
-        self.state.servers = [record_of(self.nats), record_of(self.etcd)]
+        self.servers = servers = await start_servers(self.home, ha=self.ha)
+        self.state.nats_url = servers.nats_url
+        self.state.etcd_endpoint = servers.etcd_endpoint
+        self.state.servers = [record_of(server) for server in servers.all]
         self.state.write(self.home)
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)
@@ -236,7 +241,8 @@ class Supervisor:
         """Start the service's process and record it (in `phase`) without waiting for it."""
         port = port or free_port()
         log_path = logs / f"{spec.name}.log"
-        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port)
+        extra = self.servers.service_args() if self.servers is not None else ()
+        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, extra)
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
@@ -272,9 +278,8 @@ class Supervisor:
     async def _stop(self) -> None:
         for name in reversed(list(self.processes)):
             await _terminate(self.processes[name])
-        for server in (self.nats, self.etcd):
-            if server is not None:
-                await server.astop()
+        for server in reversed(self.servers.all if self.servers is not None else []):
+            await server.astop()
         with contextlib.suppress(FileNotFoundError):
             (self.home / "stack.json").unlink()
 
