@@ -38,6 +38,7 @@ from shared.bus.errors import (
 )
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
+from shared.bus.retries import LEADERLESS, LEADERLESS_WAIT_S, with_retries
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
 
 log = structlog.get_logger(__name__)
@@ -49,7 +50,6 @@ _ATOMIC_DISABLED = 10174
 _LAST_SEQ_IN_DESCRIPTION = re.compile(r"wrong last sequence: (\d+)")
 
 MAX_BATCH_MESSAGES = 1000  # the server refuses larger atomic batches
-_TRANSIENT = (nats.errors.TimeoutError, nats.errors.NoRespondersError, asyncio.TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +100,7 @@ class Bus:
         *,
         request_timeout_s: float = 5.0,
         publish_attempts: int = 3,
+        leaderless_wait_s: float = LEADERLESS_WAIT_S,
         listeners: list[ConnectionListener] | None = None,
     ) -> None:
         self.nc = nc
@@ -107,6 +108,7 @@ class Bus:
         self.jsm = nc.jsm(timeout=request_timeout_s)
         self.request_timeout_s = request_timeout_s
         self.publish_attempts = publish_attempts
+        self.leaderless_wait_s = leaderless_wait_s
         # told of the connection's changes when the bus was made by `connect` (which wires the client's
         # callbacks to them); a bus around a client connected elsewhere tells them nothing
         self._listeners = [] if listeners is None else listeners
@@ -196,18 +198,7 @@ class Bus:
         return json.loads(reply.data) if reply.data else {}
 
     async def _with_retries(self, what: str, send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        # Only a missing reply is retried: the message may or may not be stored, and its message id makes
-        # storing it a second time impossible within the dedup window.
-        for attempt in range(1, self.publish_attempts):
-            try:
-                return await send()
-            except _TRANSIENT as exc:
-                log.info("publish got no reply, retrying", what=what, attempt=attempt, error=repr(exc))
-                await asyncio.sleep(0.1 * attempt)
-        try:
-            return await send()
-        except _TRANSIENT as exc:
-            raise BusError(f"{what}: no reply after {self.publish_attempts} attempts") from exc
+        return await with_retries(what, send, self.publish_attempts, self.leaderless_wait_s)
 
     async def publish(
         self,
@@ -396,6 +387,8 @@ async def _settle(subject: str, future: asyncio.Future[Any], timeout_s: float) -
         ack = await asyncio.wait_for(future, timeout_s)
     except TimeoutError as exc:
         raise BusError(f"no ack for a pipelined publish to {subject} within {timeout_s}s") from exc
+    except LEADERLESS as exc:  # the stream is electing a leader: the caller publishes again later
+        raise BusError(f"no stream answered a pipelined publish to {subject}") from exc
     except nats.js.errors.APIError as exc:
         raise BusError(
             f"pipelined publish to {subject} refused: {exc.description} (code {exc.err_code})"
