@@ -18,6 +18,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import nats
@@ -38,7 +39,7 @@ from shared.bus.errors import (
 )
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
-from shared.bus.retries import LEADERLESS, LEADERLESS_WAIT_S, with_retries
+from shared.bus.retries import LEADERLESS, LEADERLESS_WAIT_S, until_answered, with_retries
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
 
 log = structlog.get_logger(__name__)
@@ -172,8 +173,16 @@ class Bus:
         return (version.major, version.minor) >= (2, 12)
 
     async def ensure_streams(self, specs: Iterable[StreamSpec]) -> list[EnsuredStream]:
+        """Create or update each stream; a stream electing its leader is waited for (retries.py)."""
         atomic = self.server_supports_atomic
-        return [await ensure_stream(self.jsm, spec, atomic_supported=atomic) for spec in specs]
+        return [
+            await until_answered(
+                f"ensuring stream {spec.name}",
+                partial(ensure_stream, self.jsm, spec, atomic_supported=atomic),
+                self.leaderless_wait_s,
+            )
+            for spec in specs
+        ]
 
     async def last_seq(self, stream: str) -> int:
         """The stream's last sequence (0 when empty): the log position a view can be 'at'."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -14,6 +14,8 @@ import structlog
 from shared.bus.errors import BusError
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 NO_REPLY = (nats.errors.TimeoutError, asyncio.TimeoutError)
 # A stream whose leader's server died answers nothing, at once ("no responders"), until its raft group has
@@ -50,3 +52,21 @@ async def with_retries(
                 raise BusError(f"{what}: no reply after {attempts} attempts") from exc
             log.info("publish got no reply, retrying", what=what, attempt=failed, error=repr(exc))
             await asyncio.sleep(0.1 * failed)
+
+
+# What a JetStream API request (stream info, create) gets while the stream or the meta layer has no leader.
+UNANSWERED = (*NO_REPLY, *LEADERLESS, nats.js.errors.ServiceUnavailableError)
+
+
+async def until_answered(what: str, call: Callable[[], Awaitable[T]], wait_s: float) -> T:
+    """call() again while JetStream does not answer it (a leader being elected), up to wait_s; then the
+    last error is raised."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return await call()
+        except UNANSWERED as exc:
+            if time.monotonic() >= deadline:
+                raise
+            log.info(f"{what}: JetStream did not answer, trying again", error=repr(exc))
+            await asyncio.sleep(_LEADERLESS_RETRY_S)
