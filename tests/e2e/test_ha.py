@@ -272,6 +272,7 @@ def test_the_stack_runs_three_nats_servers_and_three_etcd_members_with_standbys(
 
 def test_binding_never_stopped_for_long_around_either_loss(ha_run: HaRun) -> None:
     gaps = {loss.server: round(loss.longest_gap_s, 2) for loss in ha_run.losses}
+    print(f"longest binding gap around each loss: {gaps}")  # shown with -rP: the figures of a run
     assert all(gap < MAX_BIND_GAP_S for gap in gaps.values()), f"{gaps}\n{ha_run.report()}"
 
 
