@@ -19,10 +19,11 @@ T = TypeVar("T")
 
 NO_REPLY = (nats.errors.TimeoutError, asyncio.TimeoutError)
 # A stream whose leader's server died answers nothing, at once ("no responders"), until its raft group has
-# elected another leader: nats-server's election timeout is 4 to 9 s, not configurable. Nothing was stored,
-# so the publish is tried again until the stream answers or this long has passed.
+# elected another leader: a follower waits nats-server's election timeout, 4 to 9 s (fixed), before it
+# campaigns, and a split vote takes another round. Nothing was stored, so the publish is tried again
+# until the stream answers or this long has passed: one whole timeout and a second round.
 LEADERLESS = (nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError)
-LEADERLESS_WAIT_S = 12.0
+LEADERLESS_WAIT_S = 20.0
 _LEADERLESS_RETRY_S = 0.1
 
 
