@@ -16,17 +16,65 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import aetcd
 import grpc
 import structlog
 from aetcd import rpc
 
-log = structlog.get_logger(__name__)
+from shared.store.etcd_ops import (
+    Compare,
+    Delete,
+    Get,
+    Key,
+    KeyValue,
+    Op,
+    Put,
+    TxnResult,
+    WatchEvent,
+    absent,
+    as_key,
+    create_revision_is,
+    delete,
+    delete_prefix,
+    get,
+    get_prefix,
+    mod_revision_is,
+    prefix_end,
+    put,
+    value_is,
+)
 
-Key = str | bytes
+# the request values live in etcd_ops.py; callers import them from here with the client
+__all__ = [
+    "Compare",
+    "Delete",
+    "Etcd",
+    "EtcdError",
+    "EtcdUnavailable",
+    "Get",
+    "Key",
+    "KeyValue",
+    "LeaseNotFound",
+    "Op",
+    "Put",
+    "TxnResult",
+    "WatchCompacted",
+    "WatchEvent",
+    "absent",
+    "create_revision_is",
+    "delete",
+    "delete_prefix",
+    "get",
+    "get_prefix",
+    "mod_revision_is",
+    "prefix_end",
+    "put",
+    "value_is",
+]
+
+log = structlog.get_logger(__name__)
 
 # Reconnect quickly after a server restart (gRPC's default backoff grows to two minutes), and accept
 # large range replies such as chunked checkpoints (the default limit is 4 MiB).
@@ -59,143 +107,6 @@ class WatchCompacted(EtcdError):
     def __init__(self, compact_revision: int) -> None:
         self.compact_revision = compact_revision
         super().__init__(f"watch history compacted up to revision {compact_revision}")
-
-
-def _key(key: Key) -> bytes:
-    return key.encode() if isinstance(key, str) else key
-
-
-def prefix_end(prefix: Key) -> bytes:
-    """The exclusive end of the key range holding every key that starts with prefix."""
-    raw = bytearray(_key(prefix))
-    while raw:
-        if raw[-1] < 0xFF:
-            raw[-1] += 1
-            return bytes(raw)
-        raw.pop()
-    return b"\0"  # every key
-
-
-@dataclass(frozen=True, slots=True)
-class KeyValue:
-    key: bytes
-    value: bytes
-    create_revision: int
-    mod_revision: int
-    version: int
-    lease: int
-
-    @classmethod
-    def of(cls, kv: Any) -> KeyValue:
-        return cls(kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease)
-
-
-@dataclass(frozen=True, slots=True)
-class Compare:
-    """One condition of a transaction; build with the helpers below."""
-
-    key: bytes
-    target: Literal["VALUE", "VERSION", "CREATE", "MOD"]
-    op: Literal["EQUAL", "NOT_EQUAL", "LESS", "GREATER"]
-    operand: bytes | int
-
-    def message(self) -> Any:
-        cmp = rpc.Compare(key=self.key, target=self.target, result=self.op)
-        field = {"VALUE": "value", "VERSION": "version", "CREATE": "create_revision", "MOD": "mod_revision"}
-        setattr(cmp, field[self.target], self.operand)
-        return cmp
-
-
-def value_is(key: Key, value: bytes) -> Compare:
-    return Compare(_key(key), "VALUE", "EQUAL", value)
-
-
-def mod_revision_is(key: Key, revision: int) -> Compare:
-    return Compare(_key(key), "MOD", "EQUAL", revision)
-
-
-def create_revision_is(key: Key, revision: int) -> Compare:
-    return Compare(_key(key), "CREATE", "EQUAL", revision)
-
-
-def absent(key: Key) -> Compare:
-    """True while the key does not exist (its create revision reads as 0)."""
-    return Compare(_key(key), "CREATE", "EQUAL", 0)
-
-
-@dataclass(frozen=True, slots=True)
-class Put:
-    key: bytes
-    value: bytes
-    lease: int = 0
-
-    def message(self) -> Any:
-        return rpc.RequestOp(request_put=rpc.PutRequest(key=self.key, value=self.value, lease=self.lease))
-
-
-@dataclass(frozen=True, slots=True)
-class Delete:
-    """Delete key, or every key in [key, range_end) when range_end is given."""
-
-    key: bytes
-    range_end: bytes | None = None
-
-    def message(self) -> Any:
-        req = rpc.DeleteRangeRequest(key=self.key, range_end=self.range_end or b"")
-        return rpc.RequestOp(request_delete_range=req)
-
-
-@dataclass(frozen=True, slots=True)
-class Get:
-    """Read key, or every key in [key, range_end) when range_end is given."""
-
-    key: bytes
-    range_end: bytes | None = None
-
-    def message(self) -> Any:
-        return rpc.RequestOp(request_range=rpc.RangeRequest(key=self.key, range_end=self.range_end or b""))
-
-
-Op = Put | Delete | Get
-
-
-def put(key: Key, value: bytes, *, lease: int = 0) -> Put:
-    return Put(_key(key), value, lease)
-
-
-def delete(key: Key) -> Delete:
-    return Delete(_key(key))
-
-
-def delete_prefix(prefix: Key) -> Delete:
-    return Delete(_key(prefix), prefix_end(prefix))
-
-
-def get(key: Key) -> Get:
-    return Get(_key(key))
-
-
-def get_prefix(prefix: Key) -> Get:
-    return Get(_key(prefix), prefix_end(prefix))
-
-
-@dataclass(frozen=True, slots=True)
-class TxnResult:
-    """succeeded: which branch ran. reads: the KeyValues of that branch's Get ops, in op order."""
-
-    succeeded: bool
-    revision: int
-    reads: tuple[tuple[KeyValue, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    kind: Literal["put", "delete"]
-    key: bytes
-    value: bytes
-    mod_revision: int
-    create_revision: int
-    lease: int
 
 
 def _translate(exc: grpc.aio.AioRpcError, what: str) -> EtcdError:
@@ -300,29 +211,29 @@ class Etcd:
         return int(resp.header.revision)
 
     async def get(self, key: Key) -> KeyValue | None:
-        resp = await self._call("get", lambda c: c.kvstub.Range, rpc.RangeRequest(key=_key(key)))
+        resp = await self._call("get", lambda c: c.kvstub.Range, rpc.RangeRequest(key=as_key(key)))
         return KeyValue.of(resp.kvs[0]) if resp.kvs else None
 
     async def get_prefix(self, prefix: Key) -> tuple[list[KeyValue], int]:
         """Every key under prefix in key order, read at one revision (returned too)."""
-        req = rpc.RangeRequest(key=_key(prefix), range_end=prefix_end(prefix))
+        req = rpc.RangeRequest(key=as_key(prefix), range_end=prefix_end(prefix))
         resp = await self._call("get_prefix", lambda c: c.kvstub.Range, req)
         return [KeyValue.of(kv) for kv in resp.kvs], int(resp.header.revision)
 
     async def put(self, key: Key, value: bytes, *, lease: int = 0) -> int:
         """Write key; returns the revision of the write."""
-        req = rpc.PutRequest(key=_key(key), value=value, lease=lease)
+        req = rpc.PutRequest(key=as_key(key), value=value, lease=lease)
         resp = await self._call("put", lambda c: c.kvstub.Put, req)
         return int(resp.header.revision)
 
     async def delete(self, key: Key) -> bool:
         resp = await self._call(
-            "delete", lambda c: c.kvstub.DeleteRange, rpc.DeleteRangeRequest(key=_key(key))
+            "delete", lambda c: c.kvstub.DeleteRange, rpc.DeleteRangeRequest(key=as_key(key))
         )
         return int(resp.deleted) > 0
 
     async def delete_prefix(self, prefix: Key) -> int:
-        req = rpc.DeleteRangeRequest(key=_key(prefix), range_end=prefix_end(prefix))
+        req = rpc.DeleteRangeRequest(key=as_key(prefix), range_end=prefix_end(prefix))
         resp = await self._call("delete_prefix", lambda c: c.kvstub.DeleteRange, req)
         return int(resp.deleted)
 
@@ -388,7 +299,7 @@ class Etcd:
         Survives etcd restarts and reconnects: the watch is re-created from the revision after the last
         one delivered, so no change is missed or repeated. Raises WatchCompacted if that revision is gone.
         """
-        raw_prefix = _key(prefix)
+        raw_prefix = as_key(prefix)
         next_rev = start_revision if start_revision is not None else await self.revision() + 1
         delay = 0.05
         while not self._closed:
