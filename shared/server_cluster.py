@@ -21,8 +21,8 @@ ETCD_CLUSTER_TOKEN = "lahar"
 # etcd's raft timers, lowered from 100 ms / 1000 ms for loopback: after its leader dies a member waits
 # one to two election timeouts before it campaigns, and meanwhile no lease can be renewed. With the
 # defaults that silence (1-2 s) nears the 2 s lease of lahar's elected services, whose leaders would step
-# down when etcd's leader dies; at 500 ms it is 0.5-1 s. The heartbeat stays a tenth of the timeout (etcd's
-# tuning advice) and a loopback round trip is far below both.
+# down when etcd's leader dies; at 500 ms it is 0.5-1 s. The heartbeat keeps the defaults' ratio (a tenth
+# of the timeout), and a loopback round trip is far below both.
 ETCD_HEARTBEAT_MS = 50
 ETCD_ELECTION_TIMEOUT_MS = 500
 
