@@ -43,6 +43,7 @@ from shared.client_reads import (
     job_history,
     resolve_kind,
 )
+from shared.config import parse_endpoints
 from shared.security.credentials import CredentialsError, read_credentials
 from shared.store.etcd import Etcd, EtcdError
 from shared.store.read_model import ReadModel
@@ -70,12 +71,14 @@ class LaharClient:
     async def connect(
         cls, nats_url: str, etcd_endpoint: str, *, creds: str | None = None, timeout_s: float = 5.0
     ) -> LaharClient:
-        """Connect to NATS and etcd ("host:port"); LaharError naming the one that cannot be reached or
-        refuses the credentials. creds: a credentials file (`lahar up` writes the operator's to
+        """Connect to NATS and etcd; LaharError naming the one that cannot be reached or refuses the
+        credentials. Either may name several servers of a cluster, comma-separated (etcd as host:port),
+        to use whichever answers. creds: a credentials file (`lahar up` writes the operator's to
         <home>/creds/admin.nk); None for a server without authentication."""
-        host, _, port = etcd_endpoint.removeprefix("http://").rpartition(":")
-        if not host or not port.isdigit():
-            raise LaharError(f"etcd endpoint: expected host:port, got {etcd_endpoint!r}")
+        try:
+            endpoints = parse_endpoints(etcd_endpoint)
+        except ValueError as exc:
+            raise LaharError(f"etcd endpoint: {exc}") from exc
 
         async def quiet(_exc: Exception) -> None:
             return None
@@ -88,7 +91,7 @@ class LaharClient:
         try:
             # a few attempts only: a client reports an unreachable server instead of waiting forever
             nc: NatsClient = await nats.connect(
-                nats_url,
+                [url.strip() for url in nats_url.split(",")],
                 connect_timeout=timeout_s,
                 max_reconnect_attempts=3,
                 reconnect_time_wait=0.3,
@@ -102,7 +105,7 @@ class LaharClient:
         except OSError as exc:
             raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
         try:
-            etcd = await Etcd.connect(host, int(port), timeout_s=timeout_s)
+            etcd = await Etcd.connect_cluster(endpoints, timeout_s=timeout_s)
         except (OSError, EtcdError) as exc:
             await nc.close()
             raise Unreachable(f"cannot reach etcd at {etcd_endpoint}: {exc}") from exc
@@ -302,6 +305,9 @@ class LaharClient:
         async for record in self.bus.replay(EVENTS_STREAM, subject_filter=event_filter(None, namespace)):
             try:
                 env, ref = record.envelope(), parse_event_subject(record.subject)
+                # the plain payload is decoded from its bytes when first read: here, where a payload
+                # that is not plain data (PayloadError) is skipped like any record that is not an event
+                payload = dict(env.payload)
             except ValueError:  # not an event (EnvelopeError is one): the services skip it too
                 continue
             raw.append(
@@ -316,7 +322,7 @@ class LaharClient:
                     env.id,
                     env.correlation_id,
                     env.causation_id,
-                    env.payload,
+                    payload,
                 )
             )
         return job_history(raw, namespace, job)

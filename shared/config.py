@@ -77,16 +77,21 @@ class ServiceConfig:
 
     @property
     def etcd_endpoints(self) -> list[tuple[str, int]]:
-        """etcd_endpoint as (host, port) pairs: a comma-separated list of ``host:port``, each with or
-        without ``http://`` (the members of an etcd cluster, tried in order)."""
-        out = []
-        for item in self.etcd_endpoint.split(","):
-            endpoint = item.strip().removeprefix("http://")
-            host, sep, port = endpoint.rpartition(":")
-            if not sep or not host or not port.isdigit():
-                raise ValueError(f"expected host:port, got {item.strip()!r}")
-            out.append((host, int(port)))
-        return out
+        """etcd_endpoint as (host, port) pairs (parse_endpoints)."""
+        return parse_endpoints(self.etcd_endpoint)
+
+
+def parse_endpoints(text: str) -> list[tuple[str, int]]:
+    """A comma-separated list of ``host:port``, each with or without ``http://`` (the members of an
+    etcd cluster), as (host, port) pairs; ValueError naming the first one that is not."""
+    out = []
+    for item in text.split(","):
+        endpoint = item.strip().removeprefix("http://")
+        host, sep, port = endpoint.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"expected host:port, got {item.strip()!r}")
+        out.append((host, int(port)))
+    return out
 
 
 def env_name(field: str) -> str:

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.cli.stack.layout import CREDS_DIR, ServiceSpec, creds_path
-from shared.bus.jetstream import Bus
-from shared.bus.streams import standard_streams
 from shared.security.credentials import User, new_user, server_accounts, write_private
 from shared.security.permissions import ADMIN, PROVISIONER, Identity
 
@@ -44,14 +42,10 @@ class StackCredentials:
         path = self.files.get(user)
         return "" if path is None else str(path)
 
-    async def provision_streams(self, nats_url: str, *, replicas: int) -> None:
-        """Create (or bring to their spec) the standard streams, as the only user allowed to: the
-        services find them as they expect and need no right to change a stream's configuration."""
-        bus = await Bus.connect(nats_url, name="lahar-provisioner", creds=str(self.files[PROVISIONER]))
-        try:
-            await bus.ensure_streams(standard_streams(replicas=replicas))
-        finally:
-            await bus.close()
+    @property
+    def provisioner(self) -> str:
+        """The credentials of the only user that may create or change streams."""
+        return str(self.files[PROVISIONER])
 
 
 def stack_identities(specs: Sequence[ServiceSpec]) -> list[Identity]:

@@ -48,7 +48,9 @@ class ServiceSpec:
     args: tuple[str, ...] = ()
     identity: Identity | None = None  # its user on the bus (shared/security/permissions.py)
 
-    def command(self, nats_url: str, etcd: str, metrics_port: int, creds: str = "") -> list[str]:
+    def command(
+        self, nats_url: str, etcd: str, metrics_port: int, creds: str = "", extra: tuple[str, ...] = ()
+    ) -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -61,6 +63,7 @@ class ServiceSpec:
             str(metrics_port),
             *(("--nats-creds", creds) if creds else ()),
             *self.args,
+            *extra,
         ]
 
 
@@ -95,8 +98,9 @@ class RunningServer:
 class StackState:
     supervisor_pid: int
     home: str
-    nats_url: str = ""
-    etcd_endpoint: str = ""
+    ha: bool = False  # three NATS servers and three etcd members (`lahar up --ha`)
+    nats_url: str = ""  # every NATS server's URL, comma-separated
+    etcd_endpoint: str = ""  # every etcd member's host:port, comma-separated
     admin_creds: str = ""  # the operator's credentials file; empty: NATS runs without authentication
     servers: list[RunningServer] = field(default_factory=list)
     services: list[RunningService] = field(default_factory=list)
@@ -116,6 +120,10 @@ class StackState:
     def etcd_pid(self) -> int:
         server = self.server(ETCD)
         return server.pid if server is not None else 0
+
+    @property
+    def server_pids(self) -> list[int]:
+        return [server.pid for server in self.servers if server.pid]
 
     def write(self, home: Path) -> None:
         tmp = home / (STATE_FILE + ".tmp")

@@ -35,8 +35,9 @@ from services.cli.stack.identities import SIM_AGENT, StackCredentials, issue_cre
 from services.cli.stack.layout import RESTARTING, RUNNING, STARTING, RunningService, ServiceSpec, StackState
 from services.cli.stack.readiness import waiting_for
 from services.cli.stack.server_keeper import ServerKeeper, record_of
+from services.cli.stack.stack_servers import StackServers, start_servers
 from shared.security.permissions import Identity
-from shared.servers import EtcdServer, NatsServer, free_port
+from shared.servers import free_port
 
 STOP_GRACE_S = 10.0
 HEALTH_TIMEOUT_S = 60.0
@@ -139,20 +140,20 @@ class Supervisor:
         specs: list[ServiceSpec],
         on_ready: Callable[[StackState], None] | None = None,
         *,
+        ha: bool = False,
         secure: bool = True,
     ) -> None:
         self.secure = secure  # identities on the bus (docs/security.md); False: nats-server open to all
         self.on_ready = on_ready
         self.home = home
         self.specs = specs
-        self.state = StackState(supervisor_pid=os.getpid(), home=str(home))
-        self.nats: NatsServer | None = None
-        self.etcd: EtcdServer | None = None
+        self.ha = ha  # clusters of three NATS servers and three etcd members instead of one of each
+        self.state = StackState(supervisor_pid=os.getpid(), home=str(home), ha=ha)
+        self.servers: StackServers | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
         self.credentials: StackCredentials | None = None
-        self.stream_replicas = 1  # the replicas the streams are provisioned with (the services' default)
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -168,10 +169,10 @@ class Supervisor:
             return 1
         if self.on_ready is not None:
             self.on_ready(self.state)
+        servers = self.servers.all if self.servers is not None else []
         server_keepers = [
             asyncio.create_task(ServerKeeper(server, record, self._changed, self.stopping).run())
-            for server, record in zip((self.nats, self.etcd), self.state.servers, strict=True)
-            if server is not None
+            for server, record in zip(servers, self.state.servers, strict=True)
         ]
         keepers = [asyncio.create_task(self._keep_alive(spec)) for spec in self.specs]
         await self.stopping.wait()
@@ -231,15 +232,11 @@ class Supervisor:
         if self.secure:
             # a fresh key per user at every start (docs/security.md): the server loads their public keys
             self.credentials = issue_credentials(self.home, self.specs)
-        server_args = self.credentials.server_args if self.credentials is not None else ()
-        self.nats = await NatsServer.astart_in(self.home / "nats", extra_args=server_args)
-        if self.credentials is not None:
-            await self.credentials.provision_streams(self.nats.url, replicas=self.stream_replicas)
             self.state.admin_creds = str(self.credentials.admin)
-        self.etcd = await EtcdServer.astart_in(self.home / "etcd")
-        self.state.nats_url = self.nats.url
-        self.state.etcd_endpoint = f"{self.etcd.host}:{self.etcd.port}"
-        self.state.servers = [record_of(self.nats), record_of(self.etcd)]
+        self.servers = servers = await start_servers(self.home, ha=self.ha, credentials=self.credentials)
+        self.state.nats_url = servers.nats_url
+        self.state.etcd_endpoint = servers.etcd_endpoint
+        self.state.servers = [record_of(server) for server in servers.all]
         self.state.write(self.home)
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)
@@ -279,7 +276,8 @@ class Supervisor:
         port = port or free_port()
         log_path = logs / f"{spec.name}.log"
         creds = self.credentials.of(spec.name) if self.credentials is not None else ""
-        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds)
+        extra = self.servers.service_args() if self.servers is not None else ()
+        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds, extra)
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
@@ -315,9 +313,8 @@ class Supervisor:
     async def _stop(self) -> None:
         for name in reversed(list(self.processes)):
             await _terminate(self.processes[name])
-        for server in (self.nats, self.etcd):
-            if server is not None:
-                await server.astop()
+        for server in reversed(self.servers.all if self.servers is not None else []):
+            await server.astop()
         with contextlib.suppress(FileNotFoundError):
             (self.home / "stack.json").unlink()
 
