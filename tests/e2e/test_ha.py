@@ -67,8 +67,9 @@ class SteadyWorkload:
     """Publishes gang jobs onto the intake stream at PODS_PER_S from a thread of its own, retrying each
     publish (same message id) while the cluster cannot take it, until stopped."""
 
-    def __init__(self, nats_url: str) -> None:
+    def __init__(self, nats_url: str, creds: str | None) -> None:
         self.nats_url = nats_url
+        self.creds = creds  # the operator's: a client may publish intake manifests
         self.published: list[str] = []  # namespace/name of every job the intake stream stored
         self.stopping = threading.Event()
         self.error: BaseException | None = None
@@ -89,7 +90,7 @@ class SteadyWorkload:
             self.error = exc
 
     async def _publish(self) -> None:
-        bus = await Bus.connect(self.nats_url, name="ha-test-workload")
+        bus = await Bus.connect(self.nats_url, name="ha-test-workload", creds=self.creds)
         try:
             batch = 0
             while not self.stopping.is_set():
@@ -120,7 +121,7 @@ def log_now(stack: Stack) -> list[Event]:
     deadline = time.monotonic() + FLOWING_TIMEOUT_S
     while True:
         try:
-            return asyncio.run(read_log(stack.state.nats_url))
+            return asyncio.run(read_log(stack.state))
         except (nats.errors.Error, TimeoutError):
             if time.monotonic() > deadline:
                 raise
@@ -240,7 +241,7 @@ def ha_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HaRun]:
     home = tmp_path_factory.mktemp("lahar-ha")
     stack = start_stack(home, "--ha", "--sim-nodes", str(SIM_NODES))
     final: StackState | None = None
-    workload = SteadyWorkload(stack.state.nats_url)
+    workload = SteadyWorkload(stack.state.nats_url, stack.state.admin_creds or None)
     try:
         wait_binds_past(stack, time.time() + 2.0)
         losses = []

@@ -49,7 +49,7 @@ class ServiceSpec:
     identity: Identity | None = None  # its user on the bus (shared/security/permissions.py)
 
     def command(
-        self, nats_url: str, etcd: str, metrics_port: int, creds: str = "", extra: tuple[str, ...] = ()
+        self, nats_url: str, etcd: str, metrics_port: int, *, creds: str = "", extra: tuple[str, ...] = ()
     ) -> list[str]:
         return [
             sys.executable,

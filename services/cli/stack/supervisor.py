@@ -277,7 +277,7 @@ class Supervisor:
         log_path = logs / f"{spec.name}.log"
         creds = self.credentials.of(spec.name) if self.credentials is not None else ""
         extra = self.servers.service_args() if self.servers is not None else ()
-        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds, extra)
+        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds=creds, extra=extra)
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True

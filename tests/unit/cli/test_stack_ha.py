@@ -59,7 +59,7 @@ def test_each_etcd_member_knows_the_whole_cluster_and_restarts_as_an_existing_me
 def test_services_get_every_server_and_the_stream_replicas_the_compose_topology_sets(tmp_path: Path) -> None:
     servers = StackServers(nats_cluster(tmp_path), etcd_cluster(tmp_path), stream_replicas=3)
     command = ServiceSpec("binder", "services.binder").command(
-        servers.nats_url, servers.etcd_endpoint, 9100, servers.service_args()
+        servers.nats_url, servers.etcd_endpoint, 9100, extra=servers.service_args()
     )
     config = load_config(BinderConfig, command[3:])
     assert config.stream_replicas == 3
