@@ -18,6 +18,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import nats
@@ -40,7 +41,9 @@ from shared.bus.identity_check import refuse_wrong_object
 from shared.bus.log_gaps import LogGap
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
+from shared.bus.retries import LEADERLESS, LEADERLESS_WAIT_S, until_answered, with_retries
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
+from shared.security.credentials import read_credentials
 
 log = structlog.get_logger(__name__)
 
@@ -51,7 +54,6 @@ _ATOMIC_DISABLED = 10174
 _LAST_SEQ_IN_DESCRIPTION = re.compile(r"wrong last sequence: (\d+)")
 
 MAX_BATCH_MESSAGES = 1000  # the server refuses larger atomic batches
-_TRANSIENT = (nats.errors.TimeoutError, nats.errors.NoRespondersError, asyncio.TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +104,18 @@ class Bus:
         *,
         request_timeout_s: float = 5.0,
         publish_attempts: int = 3,
+        leaderless_wait_s: float = LEADERLESS_WAIT_S,
         listeners: list[ConnectionListener] | None = None,
+        js_api_prefix: str | None = None,
     ) -> None:
         self.nc = nc
-        self.js = nc.jetstream(timeout=request_timeout_s)
-        self.jsm = nc.jsm(timeout=request_timeout_s)
+        # a client reaches JetStream through the calls its account imports (shared/security)
+        api = {} if js_api_prefix is None else {"prefix": js_api_prefix}
+        self.js = nc.jetstream(timeout=request_timeout_s, **api)
+        self.jsm = nc.jsm(timeout=request_timeout_s, **api)
         self.request_timeout_s = request_timeout_s
         self.publish_attempts = publish_attempts
+        self.leaderless_wait_s = leaderless_wait_s
         # told of the connection's changes when the bus was made by `connect` (which wires the client's
         # callbacks to them); a bus around a client connected elsewhere tells them nothing
         self._listeners = [] if listeners is None else listeners
@@ -126,10 +133,17 @@ class Bus:
         name: str | None = None,
         request_timeout_s: float = 5.0,
         reconnect_wait_s: float = 0.5,
+        creds: str | None = None,
     ) -> Bus:
         """Connect, reconnecting forever after the connection drops (a service outlives server restarts).
-        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer."""
+        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer.
+
+        servers: one URL, several (a list, or one string comma-separated): the servers of a cluster.
+        The client connects to one of them (in random order, so clients spread over the cluster) and,
+        when it loses that one, reconnects to the next that answers, resubscribing its subscriptions.
+        creds: the user's credentials file (shared/security/credentials.py); None for an open server."""
         listeners: list[ConnectionListener] = []
+        credentials = read_credentials(creds) if creds else None
 
         def tell(change: ConnectionChange) -> None:
             for listener in list(listeners):
@@ -146,8 +160,9 @@ class Bus:
         async def on_reconnected() -> None:
             tell("reconnected")
 
+        pool = [url.strip() for url in servers.split(",")] if isinstance(servers, str) else list(servers)
         nc = await nats.connect(
-            servers=[servers] if isinstance(servers, str) else list(servers),
+            servers=pool,
             name=name,
             connect_timeout=request_timeout_s,
             reconnect_time_wait=reconnect_wait_s,
@@ -155,8 +170,14 @@ class Bus:
             error_cb=on_error,
             disconnected_cb=on_disconnected,
             reconnected_cb=on_reconnected,
+            **(credentials.connect_options() if credentials is not None else {}),
         )
-        return cls(nc, request_timeout_s=request_timeout_s, listeners=listeners)
+        return cls(
+            nc,
+            request_timeout_s=request_timeout_s,
+            listeners=listeners,
+            js_api_prefix=credentials.js_api_prefix if credentials is not None else None,
+        )
 
     async def close(self) -> None:
         await self.nc.close()
@@ -167,8 +188,16 @@ class Bus:
         return (version.major, version.minor) >= (2, 12)
 
     async def ensure_streams(self, specs: Iterable[StreamSpec]) -> list[EnsuredStream]:
+        """Create or update each stream; a stream electing its leader is waited for (retries.py)."""
         atomic = self.server_supports_atomic
-        return [await ensure_stream(self.jsm, spec, atomic_supported=atomic) for spec in specs]
+        return [
+            await until_answered(
+                f"ensuring stream {spec.name}",
+                partial(ensure_stream, self.jsm, spec, atomic_supported=atomic),
+                self.leaderless_wait_s,
+            )
+            for spec in specs
+        ]
 
     async def last_seq(self, stream: str) -> int:
         """The stream's last sequence (0 when empty): the log position a view can be 'at'."""
@@ -193,18 +222,7 @@ class Bus:
         return json.loads(reply.data) if reply.data else {}
 
     async def _with_retries(self, what: str, send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        # Only a missing reply is retried: the message may or may not be stored, and its message id makes
-        # storing it a second time impossible within the dedup window.
-        for attempt in range(1, self.publish_attempts):
-            try:
-                return await send()
-            except _TRANSIENT as exc:
-                log.info("publish got no reply, retrying", what=what, attempt=attempt, error=repr(exc))
-                await asyncio.sleep(0.1 * attempt)
-        try:
-            return await send()
-        except _TRANSIENT as exc:
-            raise BusError(f"{what}: no reply after {self.publish_attempts} attempts") from exc
+        return await with_retries(what, send, self.publish_attempts, self.leaderless_wait_s)
 
     async def publish(
         self,
@@ -404,6 +422,8 @@ async def _settle(subject: str, future: asyncio.Future[Any], timeout_s: float) -
         ack = await asyncio.wait_for(future, timeout_s)
     except TimeoutError as exc:
         raise BusError(f"no ack for a pipelined publish to {subject} within {timeout_s}s") from exc
+    except LEADERLESS as exc:  # the stream is electing a leader: the caller publishes again later
+        raise BusError(f"no stream answered a pipelined publish to {subject}") from exc
     except nats.js.errors.APIError as exc:
         raise BusError(
             f"pipelined publish to {subject} refused: {exc.description} (code {exc.err_code})"

@@ -31,6 +31,8 @@ INTAKE_ROOT = "lahar.intake"
 PLANS_ROOT = "lahar.plan"
 QUARANTINE_ROOT = "lahar.quarantine"
 DEADLETTER_ROOT = "lahar.dead"
+LOGS_ROOT = "lahar.logs"
+LOGS_FILTER = f"{LOGS_ROOT}.*.*"
 
 CLUSTER_SCOPE = "_"
 
@@ -204,3 +206,16 @@ def reconcile_failure_filter(service: str | None = None) -> str:
 def dead_letter_subject(stream: str, consumer: str) -> str:
     """Where a consumer moves the messages of a stream it could not handle."""
     return f"{DEADLETTER_ROOT}.{encode_token(stream)}.{encode_token(consumer)}"
+
+
+def logs_subject(namespace: str, pod: str) -> str:
+    """Where a pod's logs are asked for: the agent that ran it answers (core NATS request/reply)."""
+    return f"{LOGS_ROOT}.{encode_token(namespace)}.{encode_token(pod)}"
+
+
+def pod_of_logs_subject(subject: str) -> str:
+    """The pod key `namespace/name` of a logs subject; raises ValueError for any other subject."""
+    parts = subject.split(".")
+    if len(parts) != 4 or ".".join(parts[:2]) != LOGS_ROOT:
+        raise ValueError(f"not a logs subject ({LOGS_ROOT}.<namespace>.<pod>): {subject!r}")
+    return f"{decode_token(parts[2])}/{decode_token(parts[3])}"
