@@ -122,6 +122,22 @@ def _channels() -> dict[str, Any]:
             },
             "messages": {"QuarantineRecord": _json_message("QuarantineRecord", "an event set aside", None)},
         },
+        "reconcileFailures": {
+            "address": "lahar.quarantine.{service}.reconcile.{key}",
+            "title": "Failing reconciles",
+            "description": (
+                "JetStream stream LAHAR_QUARANTINE: a key (a job, a node, a queue) whose reconcile raised in "
+                "a service's core, written when the key starts failing. Its outputs wait for a retry with "
+                "backoff; every other key goes on. See docs/reliability.md."
+            ),
+            "parameters": {
+                "service": {"description": f"the service whose core raised; {_TOKEN}"},
+                "key": {"description": "a digest of the key (the record holds the key itself)"},
+            },
+            "messages": {
+                "ReconcileFailure": _json_message("ReconcileFailure", "a key whose reconcile raised", None)
+            },
+        },
         "deadLetters": {
             "address": "lahar.dead.{stream}.{consumer}",
             "title": "Dead letters",
@@ -281,6 +297,12 @@ def _operations() -> dict[str, Any]:
             "quarantine",
             "every event-sourced service records the events it sets aside",
             [_ref("#/channels/quarantine/messages/QuarantineRecord")],
+        ),
+        "recordReconcileFailure": _operation(
+            "send",
+            "reconcileFailures",
+            "every event-sourced service records the keys whose reconcile raised",
+            [_ref("#/channels/reconcileFailures/messages/ReconcileFailure")],
         ),
         "moveToDeadLetters": _operation(
             "send",

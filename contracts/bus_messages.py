@@ -7,8 +7,8 @@ shared/bus/heartbeats.py, services/admission/api.py, services/node_agent/logs_ap
 what those codecs write and accept, so that contracts/schema_gen.py derives their JSON Schemas from types
 as it does for events; tests/unit/contracts/test_schemas_messages.py checks every codec's real output
 against the checked-in schemas, so the two cannot drift apart unnoticed. No service decodes with them,
-except the poison-message records (QuarantineRecord, DeadLetter): only lahar writes and reads those, so
-shared/bus/poison.py encodes and decodes them with these very classes.
+except the poison-message records (QuarantineRecord, ReconcileFailure, DeadLetter): only lahar writes
+and reads those, so shared/bus/poison.py encodes and decodes them with these very classes.
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ class LogsError(Message, frozen=True, kw_only=True):
 # --- poison messages: quarantined events (LAHAR_QUARANTINE) and dead letters (LAHAR_DEADLETTER) -------
 
 
-QuarantineReason = Literal["not_an_event", "invalid_payload", "apply_error", "touched_error"]
+QuarantineReason = Literal["not_an_event", "invalid_payload", "wrong_object", "apply_error", "touched_error"]
 DeadLetterReason = Literal["undecodable", "handling_failed", "retries_exhausted"]
 
 
@@ -280,14 +280,28 @@ class QuarantineRecord(Message, frozen=True, kw_only=True):
         msgspec.Meta(
             description=(
                 "not_an_event: no envelope or no event subject; invalid_payload: a payload its type does "
-                "not allow; apply_error: the service's core raised applying it (skipped); touched_error: "
-                "the core raised naming the keys it touched (applied, everything reconciled)"
+                "not allow; wrong_object: a payload about another object than its subject names "
+                "(contracts/identity.py); apply_error: the service's core raised applying it (skipped); "
+                "touched_error: the core raised naming the keys it touched (applied, everything reconciled)"
             )
         ),
     ]
     error_type: Annotated[str, msgspec.Meta(description="the exception's class")]
     error: Annotated[str, msgspec.Meta(description="what was wrong, as the exception said it")]
     time: Annotated[float, msgspec.Meta(description="epoch seconds when it was first set aside")]
+
+
+class ReconcileFailure(Message, frozen=True, kw_only=True):
+    """JSON on lahar.quarantine.<service>.reconcile.<key digest>: a key (a job, a node, a queue) whose
+    reconcile raised in a service's core. The key's outputs are not written until a retry (with backoff)
+    succeeds; the other keys go on. Written when a key starts failing, not at every retry."""
+
+    service: Annotated[NonEmpty, msgspec.Meta(description="the service whose core raised")]
+    key: Annotated[str, msgspec.Meta(description="the key as the core names it (its repr)")]
+    seq: Annotated[Count, msgspec.Meta(description="the last event of the log applied when it failed")]
+    error_type: Annotated[str, msgspec.Meta(description="the exception's class")]
+    error: Annotated[str, msgspec.Meta(description="what was wrong, as the exception said it")]
+    time: Annotated[float, msgspec.Meta(description="epoch seconds when the key started failing")]
 
 
 class DeadLetter(Message, frozen=True, kw_only=True):
@@ -333,5 +347,6 @@ MESSAGES: dict[str, type[Message] | tuple[type[Message], ...]] = {
     "LogsRequest": LogsRequest,
     "LogsReply": (LogsChunk, LogsError),
     "QuarantineRecord": QuarantineRecord,
+    "ReconcileFailure": ReconcileFailure,
     "DeadLetter": DeadLetter,
 }

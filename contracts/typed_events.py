@@ -4,11 +4,16 @@
 this code knows and payloads that are not what their type promises raise PayloadError naming every
 offending field, so the event is set aside instead of reaching a core. `encode_payload` is what a
 producer writes.
+
+A payload read from the bus arrives as `RawPayload`, its MessagePack bytes: `decode_payload` reads them
+straight into the typed class, one C-level pass that checks as it goes, and the plain form (nested dicts
+and lists, which a whole Pod makes costly) is built only when something asks for it (docs/scaling.md,
+"What a pod costs").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 import msgspec
@@ -17,7 +22,14 @@ from contracts.events import EVENT_TYPES
 from contracts.payloads import Payload, PayloadError
 from contracts.upcasters import upcast
 
-__all__ = ["PayloadError", "UncataloguedType", "decode_payload", "encode_payload", "payload_problems"]
+__all__ = [
+    "PayloadError",
+    "RawPayload",
+    "UncataloguedType",
+    "decode_payload",
+    "encode_payload",
+    "payload_problems",
+]
 
 
 class UncataloguedType(PayloadError):
@@ -30,8 +42,85 @@ _CURRENT: Mapping[str, tuple[int, type[Payload]]] = {
 }
 
 
+class RawPayload(Mapping[str, Any]):
+    """A payload as the bus carries it: MessagePack bytes holding a map. `decode_payload` reads them
+    straight into the payload's typed class; the plain form (what the producer wrote: str keys, nested
+    dicts and lists) is decoded from the bytes on first use and kept, so readers of the plain payload
+    (`lahar events`, reports, a core reading uncatalogued events) see the same mapping as before, and the
+    hot path never builds it. Not a MessagePack map inside raises PayloadError on that first use."""
+
+    __slots__ = ("_plain", "raw")
+
+    def __init__(self, raw: msgspec.Raw | bytes) -> None:
+        self.raw = raw
+        self._plain: dict[str, Any] | None = None
+
+    @property
+    def plain(self) -> dict[str, Any]:
+        plain = self._plain
+        if plain is None:
+            try:
+                plain = msgspec.msgpack.decode(self.raw)
+            except msgspec.DecodeError as exc:  # e.g. a map key that is a list: not plain data
+                raise PayloadError(f"payload is not plain data: {exc}") from None
+            if not isinstance(plain, dict):
+                raise PayloadError(f"payload must be a map, got {type(plain).__name__}")
+            self._plain = plain
+        return plain
+
+    def __getitem__(self, key: str) -> Any:
+        return self.plain[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.plain)
+
+    def __len__(self) -> int:
+        return len(self.plain)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.plain
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.plain.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self.plain.keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self.plain.items()
+
+    def values(self) -> ValuesView[Any]:
+        return self.plain.values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RawPayload):
+            other = other.plain
+        return self.plain == other
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping, like a dict
+
+    def __repr__(self) -> str:
+        return repr(self.plain)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (self.plain,))  # copied or pickled, it is its plain form
+
+
+# One MessagePack decoder per payload class, made on first use (msgspec compiles one per type anyway).
+_DECODERS: dict[type[Payload], msgspec.msgpack.Decoder[Any]] = {}
+
+
+def _decoder(cls: type[Payload]) -> msgspec.msgpack.Decoder[Any]:
+    decoder = _DECODERS.get(cls)
+    if decoder is None:
+        decoder = _DECODERS[cls] = msgspec.msgpack.Decoder(cls)
+    return decoder
+
+
 def decode_payload(event_type: str, version: int, payload: Mapping[str, Any]) -> Payload:
-    """The typed payload of an event written at schema `version` (0: the current one)."""
+    """The typed payload of an event written at schema `version` (0: the current one). A RawPayload at
+    the current version is decoded from its bytes; anything else (an older version, which upcasters
+    rewrite as plain data, or a plain mapping) is converted from its plain form."""
     current = _CURRENT.get(event_type)
     if current is None:
         raise UncataloguedType(f"{event_type}: not a catalogued event type (contracts/events.py)")
@@ -42,6 +131,13 @@ def decode_payload(event_type: str, version: int, payload: Mapping[str, Any]) ->
                 f"{event_type}: schema version {version} is newer than this lahar reads ({latest})"
             )
         payload = upcast(event_type, version, latest, payload)
+    elif type(payload) is RawPayload:
+        try:
+            return _decoder(cls).decode(payload.raw)  # type: ignore[no-any-return]
+        except msgspec.DecodeError:  # ValidationError is one
+            # Refused: judged again below on the plain form, which names every offending field (and
+            # decides as convert always has, should the two readings ever differ).
+            payload = payload.plain
     try:
         return msgspec.convert(payload, cls)
     except msgspec.ValidationError:

@@ -28,7 +28,7 @@ from nats.aio.client import Client as NatsClient
 
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, encode_token, event_filter, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_filter, logs_subject, parse_event_subject
 from shared.client_reads import (
     API_KINDS,
     DELETED,
@@ -43,6 +43,8 @@ from shared.client_reads import (
     job_history,
     resolve_kind,
 )
+from shared.config import parse_endpoints
+from shared.security.credentials import CredentialsError, read_credentials
 from shared.store.etcd import Etcd, EtcdError
 from shared.store.read_model import ReadModel
 from shared.telemetry.tracing import trace_headers
@@ -66,32 +68,50 @@ class LaharClient:
         self.request_timeout_s = request_timeout_s
 
     @classmethod
-    async def connect(cls, nats_url: str, etcd_endpoint: str, *, timeout_s: float = 5.0) -> LaharClient:
-        """Connect to NATS and etcd ("host:port"); LaharError naming the one that cannot be reached."""
-        host, _, port = etcd_endpoint.removeprefix("http://").rpartition(":")
-        if not host or not port.isdigit():
-            raise LaharError(f"etcd endpoint: expected host:port, got {etcd_endpoint!r}")
+    async def connect(
+        cls, nats_url: str, etcd_endpoint: str, *, creds: str | None = None, timeout_s: float = 5.0
+    ) -> LaharClient:
+        """Connect to NATS and etcd; LaharError naming the one that cannot be reached or refuses the
+        credentials. Either may name several servers of a cluster, comma-separated (etcd as host:port),
+        to use whichever answers. creds: a credentials file (`lahar up` writes the operator's to
+        <home>/creds/admin.nk); None for a server without authentication."""
+        try:
+            endpoints = parse_endpoints(etcd_endpoint)
+        except ValueError as exc:
+            raise LaharError(f"etcd endpoint: {exc}") from exc
 
         async def quiet(_exc: Exception) -> None:
             return None
 
         try:
+            credentials = read_credentials(creds) if creds else None
+        except CredentialsError as exc:
+            raise LaharError(str(exc)) from exc
+        options = credentials.connect_options() if credentials is not None else {}
+        try:
             # a few attempts only: a client reports an unreachable server instead of waiting forever
             nc: NatsClient = await nats.connect(
-                nats_url,
+                [url.strip() for url in nats_url.split(",")],
                 connect_timeout=timeout_s,
                 max_reconnect_attempts=3,
                 reconnect_time_wait=0.3,
                 error_cb=quiet,
+                **options,
             )
-        except (OSError, nats.errors.Error) as exc:
+        except nats.errors.Error as exc:
+            if "authorization violation" in str(exc).lower():
+                raise LaharError(f"NATS at {nats_url} refused the credentials {creds or '(none)'}") from exc
+            raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
+        except OSError as exc:
             raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
         try:
-            etcd = await Etcd.connect(host, int(port), timeout_s=timeout_s)
+            etcd = await Etcd.connect_cluster(endpoints, timeout_s=timeout_s)
         except (OSError, EtcdError) as exc:
             await nc.close()
             raise Unreachable(f"cannot reach etcd at {etcd_endpoint}: {exc}") from exc
-        return cls(Bus(nc, request_timeout_s=timeout_s), etcd, request_timeout_s=timeout_s * 2)
+        prefix = credentials.js_api_prefix if credentials is not None else None
+        bus = Bus(nc, request_timeout_s=timeout_s, js_api_prefix=prefix)
+        return cls(bus, etcd, request_timeout_s=timeout_s * 2)
 
     async def close(self) -> None:
         await self.etcd.close()
@@ -285,6 +305,9 @@ class LaharClient:
         async for record in self.bus.replay(EVENTS_STREAM, subject_filter=event_filter(None, namespace)):
             try:
                 env, ref = record.envelope(), parse_event_subject(record.subject)
+                # the plain payload is decoded from its bytes when first read: here, where a payload
+                # that is not plain data (PayloadError) is skipped like any record that is not an event
+                payload = dict(env.payload)
             except ValueError:  # not an event (EnvelopeError is one): the services skip it too
                 continue
             raw.append(
@@ -299,7 +322,7 @@ class LaharClient:
                     env.id,
                     env.correlation_id,
                     env.causation_id,
-                    env.payload,
+                    payload,
                 )
             )
         return job_history(raw, namespace, job)
@@ -308,7 +331,7 @@ class LaharClient:
         self, pod: str, namespace: str = "default", *, container: str | None = None, follow: bool = False
     ) -> AsyncIterator[str]:
         """The pod's output from its node agent, chunk by chunk; with follow, until the pod is done."""
-        subject = f"lahar.logs.{encode_token(namespace)}.{encode_token(pod)}"
+        subject = logs_subject(namespace, pod)
         offset = 0
         while True:
             body = json.dumps({"container": container, "offset": offset}).encode()

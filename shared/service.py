@@ -131,25 +131,24 @@ async def connect_bus(config: ServiceConfig, stack: contextlib.AsyncExitStack, *
     """A bus connection closed when the stack unwinds (after the service's drain). It waits for a server
     that is down and reconnects after every drop, forever (Bus.connect)."""
     # a comma-separated list names several servers of a NATS cluster; the client fails over among them
-    bus = await Bus.connect([url.strip() for url in config.nats_url.split(",")], name=name)
+    servers = [url.strip() for url in config.nats_url.split(",")]
+    bus = await Bus.connect(servers, name=name, creds=config.nats_creds or None)
     stack.push_async_callback(bus.close)
     return bus
 
 
 async def connect_etcd(config: ServiceConfig, stack: contextlib.AsyncExitStack) -> Etcd:
-    """An etcd client closed when the stack unwinds (after the service's drain).
+    """An etcd client closed when the stack unwinds (after the service's drain), to every member of
+    the cluster: its calls move to another member whenever theirs is unavailable (shared/store/etcd.py).
 
     While no member answers (etcd is down or restarting), it waits and tries again: a service started
     during an outage comes up once etcd does, instead of exiting and being restarted over and over."""
 
     async def first_answering() -> Etcd:
-        last_error: Exception | None = None
-        for host, port in config.etcd_endpoints:  # the first cluster member that answers
-            try:
-                return await Etcd.connect(host, port)
-            except Exception as exc:
-                last_error = exc
-        raise EtcdUnavailable(f"no etcd endpoint of {config.etcd_endpoint!r} answered: {last_error}")
+        try:
+            return await Etcd.connect_cluster(config.etcd_endpoints)
+        except Exception as exc:
+            raise EtcdUnavailable(f"no etcd endpoint of {config.etcd_endpoint!r} answered: {exc}") from exc
 
     etcd = await retry_while_unavailable("connecting to etcd", first_answering, (EtcdUnavailable,))
     stack.push_async_callback(etcd.close)

@@ -21,6 +21,8 @@ _REASONS = (
     ("not on node", "victim_moved"),
     ("not found", "not_found"),
     ("the binder failed on this plan", "binder_error"),
+    ("stale plan", "stale"),
+    ("could not be committed", "retries_exhausted"),
 )
 
 
@@ -41,7 +43,7 @@ class BinderMetrics:
         )
         self.dead_letters = registry.counter(
             "lahar_plans_dead_lettered_total",
-            "Plans moved to LAHAR_DEADLETTER, by reason (undecodable, handling_failed)",
+            "Plans moved to LAHAR_DEADLETTER, by reason (undecodable, handling_failed, retries_exhausted)",
             ("reason",),
         )
         self.preemption_victims = registry.gauge(

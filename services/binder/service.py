@@ -36,6 +36,7 @@ from services.binder.core.core import BinderCore, committed_together, plan_outpu
 from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
 from services.binder.core.verify import Verdict
 from services.binder.metrics import BinderMetrics, rejection_reason
+from services.binder.plan_sweep import abandoned_plans, plan_retry_delay, settle_abandoned
 from services.binder.read_model import NodeWriter
 from services.binder.state import BinderShellCore, BinderShellState
 from services.scheduler.plans import PlanError, PlanMessage, decode_plan
@@ -44,6 +45,7 @@ from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.errors import BusError
 from shared.bus.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
 from shared.bus.jetstream import MAX_BATCH_MESSAGES, Bus, ConnectionChange
+from shared.bus.log_gaps import LogGap
 from shared.bus.poison import error_text, move_to_dead_letters
 from shared.bus.streams import deadletter_stream, plans_stream
 from shared.bus.subjects import PLANS_STREAM, event_subject
@@ -71,10 +73,20 @@ class BinderConfig(RunnerConfig):
     plan_max_deliver: int = 20
     plan_attempts: int = 3  # a plan whose handling raised this often is moved to the dead letters
     plan_catch_up_s: float = 5.0  # how long a plan made at a later seq than the ledger's waits for it
+    plan_max_age_s: float = 120.0  # a plan stored longer ago than this is refused, not committed late
+    plan_retry_max_s: float = 30.0  # the longest wait before a plan whose events were not stored comes back
+    plan_sweep_s: float = 10.0  # how often an idle leader looks for plans past their last delivery
 
     def problems(self) -> list[str]:
         problems = super().problems()
-        for name in ("node_timeout_s", "plan_ack_wait_s", "plan_catch_up_s"):
+        for name in (
+            "node_timeout_s",
+            "plan_ack_wait_s",
+            "plan_catch_up_s",
+            "plan_max_age_s",
+            "plan_retry_max_s",
+            "plan_sweep_s",
+        ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
         if self.plan_max_deliver < 1:
@@ -168,7 +180,26 @@ class BinderService(EventSourcedService[BinderShellState]):
             log.info("hearing heartbeats again: every node gets a fresh timeout", after=change)
             self.state.core = self.binder.heard_all(self.state.core, now)
 
+    def _log_gap(self, gap: LogGap) -> None:
+        """The log's reading stalled with the connection up (its consumer recreated, records skipped):
+        the heartbeats on that connection may have stalled too, so silence up to now counts against no
+        node. Noticed when the next record arrives (at most two idle heartbeats, 2 s, after a consumer
+        was lost the client recreates it; the binder's own outputs and the agents' reports keep the log
+        moving in a busy cluster)."""
+        super()._log_gap(gap)
+        log.warning(
+            "a gap in reading the log: every node gets a fresh timeout", silent_s=round(gap.silent_s, 3)
+        )
+        self.state.core = self.binder.heard_all(self.state.core, self.clock())
+
     async def _listen_heartbeats(self) -> None:
+        # Heartbeats are core NATS messages on this one connection. The server drops messages of a
+        # subscription only (1) while the connection is down (the disconnected callback: deaf), (2) when
+        # the client's pending limits overflow (the slow-consumer error callback: heard_all) or (3) when
+        # it judges the client a slow consumer itself, and then it closes the connection (1 again). So
+        # on one server no heartbeat is lost without a callback. Not covered: in a cluster, a broken
+        # route between the binder's server and an agent's drops that agent's heartbeats with nothing
+        # to tell the binder; that looks like the agent being cut off (docs/reliability.md).
         sub = await self.bus.nc.subscribe(HEARTBEAT_FILTER, cb=self._heartbeat)
         try:
             await self.stopping.wait()
@@ -210,6 +241,8 @@ class BinderService(EventSourcedService[BinderShellState]):
             max_deliver=self.config.plan_max_deliver,
         )
         consumer: DurableConsumer | None = None
+        loop = asyncio.get_running_loop()
+        sweep_at = loop.time()
         try:
             while not self.stopping.is_set():
                 if not self._lead.is_set():
@@ -218,6 +251,9 @@ class BinderService(EventSourcedService[BinderShellState]):
                 try:
                     consumer = consumer or await self.bus.durable(spec)
                     deliveries = await consumer.fetch(batch=64, timeout_s=_FETCH_WAIT_S)
+                    if not deliveries and loop.time() >= sweep_at:
+                        sweep_at = loop.time() + self.config.plan_sweep_s
+                        await self._sweep()
                 except (nats.errors.Error, TimeoutError) as exc:
                     log.warning("plan consumer interrupted; binding again", error=repr(exc))
                     consumer = None
@@ -275,8 +311,12 @@ class BinderService(EventSourcedService[BinderShellState]):
         if await self.publisher.publish(outputs, lambda: self.leading):
             # Accepted plans stay in flight in the ledger (reconcile sends their events again, and so
             # does their next delivery); rejections are decided again. Either way the plans come back.
+            # The delay grows with each delivery, so that a plan's deliveries outlast an outage of
+            # minutes; by then it is refused as stale, or swept to the dead letters (plan_sweep.py).
             for delivery, *_ in decided:
-                await delivery.nak(delay_s=_RETRY_S)
+                await delivery.nak(
+                    delay_s=plan_retry_delay(delivery.num_delivered, self.config.plan_retry_max_s)
+                )
             return
         for delivery, plan, plan_outputs_, fresh in decided:
             await delivery.ack()
@@ -301,7 +341,7 @@ class BinderService(EventSourcedService[BinderShellState]):
         reason = f"the binder failed on this plan ({type(exc).__name__}: {error_text(exc)})"
         answer = rejection(plan, Verdict(False, reason, self.state.core.ledger.seq))
         try:
-            _publishable(answer)
+            publishable(answer)
         except ValueError:
             await self._dead_letter(delivery, "handling_failed", exc)  # no PodGroup to address it to
             return None
@@ -333,6 +373,20 @@ class BinderService(EventSourcedService[BinderShellState]):
             await delivery.term()
         return True
 
+    async def _sweep(self) -> None:
+        """Settle the plans the consumer will never deliver again (plan_sweep.py): each moved to the dead
+        letters, its replica told (PlanRejected), then deleted from the stream. What fails is tried
+        again at the next sweep (the dead letter's and the rejection's ids make that safe)."""
+        for record in await abandoned_plans(self.bus, CONSUMER):
+            try:
+                await settle_abandoned(self, record)
+            except (nats.errors.Error, TimeoutError):
+                raise  # the consumer loop binds again and sweeps later
+            except Exception:  # a plan that makes the sweep raise must not stop the binder either
+                log.exception(
+                    "an abandoned plan could not be settled; trying at the next sweep", seq=record.seq
+                )
+
     def _checked(self, delivery: Delivery, plan: PlanMessage) -> tuple[list[Output], bool]:
         """The plan's outputs, decided in a span that joins the plan's trace."""
         attributes = {
@@ -346,9 +400,9 @@ class BinderService(EventSourcedService[BinderShellState]):
             kind=SpanKind.CONSUMER,
             attributes=attributes,
         ) as span:
-            outputs, fresh = self._decide(plan)
+            outputs, fresh = self._decide(plan, delivery.stored_at)
             for output in outputs:
-                _publishable(output)  # here, where a bad one fails this plan only, not the whole batch
+                publishable(output)  # here, where a bad one fails this plan only, not the whole batch
             span.set_attribute("lahar.plan.outcome", outputs[0].type if outputs else "in flight")
             traceparent = trace_headers().get("traceparent") or delivery.record.headers.get("traceparent")
         return [dataclasses.replace(o, traceparent=traceparent) for o in outputs], fresh
@@ -370,12 +424,19 @@ class BinderService(EventSourcedService[BinderShellState]):
         super().progressed()
         self._applied.set()
 
-    def _decide(self, plan: PlanMessage) -> tuple[list[Output], bool]:
+    def _decide(self, plan: PlanMessage, stored_at: float) -> tuple[list[Output], bool]:
         """The plan's outputs (its events or its rejection) and True; or, when it is in flight (delivered
-        again before its events came back), those of its events not yet in the log and False."""
+        again before its events came back), those of its events not yet in the log and False. A plan
+        stored more than plan_max_age_s ago (its deliveries held up by an outage) is refused: the
+        cluster it was decided for has moved on, and its replica places the pods again."""
         inflight = self.state.core.inflight.get(plan.plan_id)
         if inflight is not None:
             return [o for o in plan_outputs(plan) if o.id in inflight[1]], False
+        age = self.clock() - stored_at if stored_at else 0.0
+        if age > self.config.plan_max_age_s:
+            limit = self.config.plan_max_age_s
+            reason = f"stale plan: stored {age:.0f} s ago, more than plan_max_age_s ({limit:g} s)"
+            return [rejection(plan, Verdict(False, reason, self.state.core.ledger.seq))], True
         self.state.core, outputs = self.binder.submit_plan(self.state.core, plan, self.clock())
         return outputs, True
 
@@ -416,7 +477,7 @@ class BinderService(EventSourcedService[BinderShellState]):
                 await _first_set(self.stopping, timeout_s=_RETRY_S)
 
 
-def _publishable(output: Output) -> None:
+def publishable(output: Output) -> None:
     """Raises ValueError when the output has no subject it could be published on (an empty name)."""
     event_subject(output.kind, output.namespace, output.name, output.type, CONSUMER)
 

@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--replay", action="store_true", help="afterwards, time each service replaying the whole log"
     )
     e2e.add_argument("--keep-home", action="store_true", help="keep the stack's directory (logs) afterwards")
+    e2e.add_argument(
+        "--no-auth", action="store_true", help="the bus without authentication (what authentication costs)"
+    )
     e2e.add_argument("--repeat", type=int, default=1, help="run N times, each on a new stack; print medians")
     e2e.add_argument("-o", "--output", choices=("json", "table"), default="table")
     e2e.set_defaults(handler=run_e2e)
@@ -69,6 +72,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     fold.add_argument("--events", type=int, default=60000, help="the first N events each core reads")
     fold.add_argument("--passes", type=int, default=5)
     fold.add_argument("--agent-nodes", type=int, default=1000, help="the stack's hollow nodes")
+    fold.add_argument(
+        "--loop",
+        action="store_true",
+        help="also each core's loop: reconcile every --batch events, render every --flush events",
+    )
+    fold.add_argument("--batch", type=int, default=30, help="events per reconcile with --loop")
+    fold.add_argument("--flush", type=int, default=600, help="events per read-model render with --loop")
     fold.add_argument("-o", "--output", choices=("json", "table"), default="table")
     fold.set_defaults(handler=run_fold)
     typed = kinds.add_parser(
@@ -148,6 +158,7 @@ def run_e2e(args: argparse.Namespace) -> int:
         seed=args.seed,
         replay=args.replay,
         keep_home=args.keep_home,
+        no_auth=args.no_auth,
     )
     started = time.monotonic()
 
@@ -199,7 +210,7 @@ def run_payloads(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(orjson.dumps(result).decode())
         return 0
-    ways = ("struct", "dataclass", "unchecked")
+    ways = bench_payloads.WAYS
     print(
         f"{'event type':24}"
         + "".join(f"{way + ' µs':>14}" for way in ways)
@@ -215,15 +226,16 @@ def run_payloads(args: argparse.Namespace) -> int:
 def run_fold(args: argparse.Namespace) -> int:
     services = [name for name in args.services.split(",") if name]
     problems = [f"services: unknown {name!r}" for name in services if name not in bench_fold.SERVICES]
-    if args.events < 1 or args.passes < 1:
-        problems.append("events and passes: expected integers >= 1")
+    if args.events < 1 or args.passes < 1 or args.batch < 1 or args.flush < 1:
+        problems.append("events, passes, batch and flush: expected integers >= 1")
     if not (args.home / "nats").is_dir():
         problems.append(f"home: {args.home} holds no nats directory (a stopped stack's home)")
     if problems:
         print("lahar bench fold: " + "; ".join(problems), file=sys.stderr)
         return 2
+    loop = (args.batch, args.flush) if args.loop else None
     result = bench_fold.run(
-        args.home, services, events=args.events, passes=args.passes, nodes=args.agent_nodes
+        args.home, services, events=args.events, passes=args.passes, nodes=args.agent_nodes, loop=loop
     )
     if args.output == "json":
         print(orjson.dumps(result).decode())
@@ -231,6 +243,13 @@ def run_fold(args: argparse.Namespace) -> int:
     print(f"{'service':18} {'events':>8} {'best/s':>9} {'median/s':>9}   ({args.passes} passes, CPU time)")
     for name, figures in result["services"].items():
         print(f"{name:18} {figures['events']:>8} {figures['best_per_s']:>9} {figures['median_per_s']:>9}")
+    for name, figures in result["services"].items():
+        if "loop" in figures:
+            f = figures["loop"]
+            print(
+                f"{name:18} loop: {f['cpu_s']} s (fold {f['fold_s']}, reconcile {f['reconcile_s']}, "
+                f"render {f['render_s']}), {f['us_per_event']} µs/event, {f['rendered']} rendered"
+            )
     return 0
 
 

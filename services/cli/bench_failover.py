@@ -176,7 +176,9 @@ async def _kill_leader(stack: BenchStack, log: BindLog) -> Kill:
 
 async def _measure(spec: FailoverSpec, stack: BenchStack, say: Callable[[str], None]) -> dict[str, Any]:
     assert stack.state is not None
-    bus = await Bus.connect(stack.state.nats_url, name="lahar-bench-failover")
+    bus = await Bus.connect(
+        stack.state.nats_url, name="lahar-bench-failover", creds=stack.state.admin_creds or None
+    )
     log, stop = BindLog(), asyncio.Event()
     published: list[str] = []
     follower = asyncio.create_task(

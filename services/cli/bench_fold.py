@@ -19,6 +19,7 @@ from typing import Any
 from services.admission.context_core import AdmissionViewCore
 from services.binder.core.core import BinderCore
 from services.binder.state import BinderShellCore
+from services.cli.bench_loop import loop_figures
 from services.job_controller.core.controller import ControllerCore
 from services.node_agent.agent_core import AgentCore
 from services.node_agent.config import NodeAgentConfig, agent_nodes
@@ -31,7 +32,26 @@ from shared.bus.subjects import EVENTS_STREAM, EventSubject, parse_event_subject
 from shared.runner.events import to_event
 from shared.servers import NatsServer
 
-SERVICES = ("admission", "job-controller", "queue-controller", "scheduler", "binder", "node-agent")
+SERVICES = (
+    "admission",
+    "job-controller",
+    "queue-controller",
+    "scheduler",
+    "binder",
+    "node-agent",
+    "decode-only",
+)
+
+
+class DecodeOnly:
+    """A core that folds nothing, reading every event: what the edge alone costs an event (the envelope
+    decoded, the typed Event made), the part of every service's fold that is the same everywhere."""
+
+    def initial(self) -> None:
+        return None
+
+    def apply(self, state: None, event: Any) -> None:
+        return state
 
 
 def cores(nodes: int) -> dict[str, Callable[[], Any]]:
@@ -45,6 +65,7 @@ def cores(nodes: int) -> dict[str, Callable[[], Any]]:
         "scheduler": lambda: ViewCore("scheduler-0"),
         "binder": lambda: BinderShellCore(BinderCore()),
         "node-agent": lambda: AgentCore(NodeAgentCore("sim", agent_nodes(agent_config))),
+        "decode-only": DecodeOnly,
     }
 
 
@@ -75,9 +96,16 @@ def fold_rates(core: Any, log: Sequence[tuple[StreamRecord, EventSubject]], pass
 
 
 def run_bench(
-    records: Sequence[StreamRecord], services: Sequence[str], *, events: int, passes: int, nodes: int
+    records: Sequence[StreamRecord],
+    services: Sequence[str],
+    *,
+    events: int,
+    passes: int,
+    nodes: int,
+    loop: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """Per service: the events it folded (its subscription, the first `events` of them) and events/s."""
+    """Per service: the events it folded (its subscription, the first `events` of them) and events/s;
+    with loop=(batch, flush), also its whole loop's CPU (bench_loop.py)."""
     subjects = [(record, parse_event_subject(record.subject)) for record in records]
     made = cores(nodes)
     result: dict[str, Any] = {"log_events": len(records), "passes": passes, "services": {}}
@@ -91,9 +119,21 @@ def run_bench(
             "best_per_s": round(max(rates)),
             "median_per_s": round(statistics.median(rates)),
         }
+        if loop is not None:
+            batch, flush = loop
+            figures = loop_figures(made[name], log, passes=passes, batch=batch, flush=flush)
+            result["services"][name]["loop"] = figures
     return result
 
 
-def run(home: Path, services: Sequence[str], *, events: int, passes: int, nodes: int) -> dict[str, Any]:
+def run(
+    home: Path,
+    services: Sequence[str],
+    *,
+    events: int,
+    passes: int,
+    nodes: int,
+    loop: tuple[int, int] | None = None,
+) -> dict[str, Any]:
     records = asyncio.run(read_log(home / "nats"))
-    return run_bench(records, services, events=events, passes=passes, nodes=nodes)
+    return run_bench(records, services, events=events, passes=passes, nodes=nodes, loop=loop)

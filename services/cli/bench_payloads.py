@@ -8,8 +8,15 @@ Three ways are timed on the same payloads, so the choice of msgspec Structs stay
 - `unchecked`: the same dataclass built with `cls(**payload)`, no check at all: the floor any checked
   decoding is compared with.
 
+Two more start where a service does, from the payload's MessagePack bytes:
+
+- `via_plain`: the bytes decoded to plain data, then converted into the Struct (how lahar read an event
+  until the payload was decoded from bytes: every payload materialised twice);
+- `bytes`: the bytes decoded straight into the Struct by its own msgspec Decoder, checked as it goes
+  (what lahar ships: contracts.typed_events.RawPayload).
+
 The payloads are the events a busy stack carries most: a bind, a pod's phase reports, a PodGroup's
-status, a job's status.
+status, a job's status, and the largest, a pod's creation carrying the whole Pod.
 """
 
 from __future__ import annotations
@@ -23,10 +30,11 @@ from typing import Any
 import msgspec
 
 from contracts import payloads
+from contracts.codec import encode_object
 from contracts.objects import PodGroupCondition
 from contracts.typed_events import encode_payload
 
-WAYS = ("struct", "dataclass", "unchecked")
+WAYS = ("struct", "dataclass", "unchecked", "via_plain", "bytes")
 
 
 def sample_payloads() -> dict[str, payloads.Payload]:
@@ -55,7 +63,14 @@ def sample_payloads() -> dict[str, payloads.Payload]:
             last_transition_time=1_700_000_000.0,
             conditions=(payloads.JobCondition(status="Running", last_transition_time=1_700_000_000.0),),
         ),
+        "PodCreated": payloads.PodCreated(object=encode_object(_bench_pod())),
     }
+
+
+def _bench_pod() -> Any:
+    from services.cli.bench_codec import sample_objects  # the worker Pod `lahar bench codec` times
+
+    return sample_objects()["Pod"]
 
 
 def as_dataclass(struct: type[payloads.Payload]) -> type:
@@ -67,6 +82,10 @@ def as_dataclass(struct: type[payloads.Payload]) -> type:
     return dataclasses.make_dataclass(
         f"{struct.__name__}Dataclass", fields, frozen=True, slots=True, kw_only=True
     )
+
+
+def _via_plain(packed: bytes, struct: type[payloads.Payload]) -> payloads.Payload:
+    return msgspec.convert(msgspec.msgpack.decode(packed), struct)
 
 
 def _microseconds_per_call(call: Callable[[], Any], iterations: int) -> float:
@@ -82,12 +101,15 @@ def run_bench(iterations: int) -> dict[str, Any]:
     per_type: dict[str, dict[str, float]] = {}
     for name, payload in sample_payloads().items():
         plain = encode_payload(payload)
+        packed = msgspec.msgpack.encode(plain)
         struct = type(payload)
         dataclass = as_dataclass(struct)
         ways: dict[str, Callable[[], Any]] = {
             "struct": functools.partial(msgspec.convert, plain, struct),
             "dataclass": functools.partial(msgspec.convert, plain, dataclass),
             "unchecked": functools.partial(dataclass, **plain),
+            "via_plain": functools.partial(_via_plain, packed, struct),
+            "bytes": functools.partial(msgspec.msgpack.Decoder(struct).decode, packed),
         }
         per_type[name] = {way: _microseconds_per_call(call, iterations) for way, call in ways.items()}
     totals = {way: sum(times[way] for times in per_type.values()) for way in WAYS}

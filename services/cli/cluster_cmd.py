@@ -1,7 +1,9 @@
 """The commands that talk to a running cluster: `lahar apply`, `get`, `delete`, `wait`, `events`, `logs`.
 
 They find the cluster from `stack.json` in the lahar home (`lahar up`), unless --nats-url and
---etcd-endpoint (or $LAHAR_NATS_URL and $LAHAR_ETCD_ENDPOINT) name one. Writes go to admission, reads
+--etcd-endpoint (or $LAHAR_NATS_URL and $LAHAR_ETCD_ENDPOINT) name one, and connect to NATS with --creds
+(or $LAHAR_CREDS), by default the local stack's operator credentials (<home>/creds/admin.nk, written by
+`lahar up` and named in stack.json). Writes go to admission, reads
 come from the read model, `events` from the event log and `logs` from the pod's node agent.
 """
 
@@ -37,6 +39,12 @@ def add_connection(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("LAHAR_ETCD_ENDPOINT"),
         help="host:port; default: from stack.json",
     )
+    group.add_argument(
+        "--creds",
+        default=os.environ.get("LAHAR_CREDS"),
+        metavar="FILE",
+        help="NATS credentials file (default $LAHAR_CREDS, else the local stack's admin credentials)",
+    )
     group.add_argument("--home", help="the stack's state directory (default $LAHAR_HOME or ~/.lahar)")
 
 
@@ -62,12 +70,21 @@ def endpoints(args: argparse.Namespace) -> tuple[str, str]:
     return args.nats_url or state.nats_url, args.etcd_endpoint or state.etcd_endpoint
 
 
+def credentials(args: argparse.Namespace) -> str | None:
+    """--creds or $LAHAR_CREDS, else the admin credentials of the stack running from the home (none when
+    it runs without authentication, or no stack runs there)."""
+    if args.creds:
+        return str(args.creds)
+    state = StackState.read(lahar_home(args.home))
+    return state.admin_creds or None if state is not None else None
+
+
 def run(args: argparse.Namespace, body: Body) -> int:
     """Connect, run body, close; errors become a message on stderr and an exit status."""
 
     async def main() -> int:
         nats_url, etcd_endpoint = endpoints(args)
-        async with await LaharClient.connect(nats_url, etcd_endpoint) as client:
+        async with await LaharClient.connect(nats_url, etcd_endpoint, creds=credentials(args)) as client:
             return await body(client)
 
     try:

@@ -12,7 +12,7 @@ import msgspec
 from contracts.bus_messages import DeadLetter
 from services.cli import output
 from services.cli.cluster_cmd import command, run
-from shared.bus.poison import read_dead_letters, read_quarantine
+from shared.bus.poison import read_dead_letters, read_quarantine, read_reconcile_failures
 from shared.client import LaharClient
 
 _ERROR_CHARS = 80  # a table cell; -o json has the whole text
@@ -21,6 +21,11 @@ _ERROR_CHARS = 80  # a table cell; -o json has the whole text
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     quarantine = command(sub, "quarantine", "events of the log the services set aside instead of applying")
     quarantine.add_argument("--service", help="only this service's records (e.g. job-controller)")
+    quarantine.add_argument(
+        "--reconciles",
+        action="store_true",
+        help="list the keys whose reconcile raised in a service's core instead (a job, a node, ...)",
+    )
     quarantine.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     quarantine.set_defaults(handler=run_quarantine)
 
@@ -31,6 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run_quarantine(args: argparse.Namespace) -> int:
     async def body(client: LaharClient) -> int:
+        if args.reconciles:
+            return await _reconcile_failures(client, args)
         records = [record for _, record in await read_quarantine(client.bus, args.service)]
         if args.output != "table":
             output.dump([msgspec.to_builtins(r) for r in records], args.output)
@@ -44,6 +51,17 @@ def run_quarantine(args: argparse.Namespace) -> int:
         return output.EXIT_OK
 
     return run(args, body)
+
+
+async def _reconcile_failures(client: LaharClient, args: argparse.Namespace) -> int:
+    failures = [failure for _, failure in await read_reconcile_failures(client.bus, args.service)]
+    if args.output != "table":
+        output.dump([msgspec.to_builtins(f) for f in failures], args.output)
+        return output.EXIT_OK
+    cols = ("SINCE", "SERVICE", "SEQ", "KEY", "ERROR")
+    rows = [(output.utc(f.time), f.service, f.seq, f.key, _short(f.error_type, f.error)) for f in failures]
+    print(output.table(cols, rows))
+    return output.EXIT_OK
 
 
 def run_dead_letters(args: argparse.Namespace) -> int:

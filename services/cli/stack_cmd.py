@@ -39,6 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a hot standby of the binder, job-controller and queue-controller (fast failover)",
     )
+    up.add_argument(
+        "--ha",
+        action="store_true",
+        help="3 clustered nats-servers (streams with 3 replicas) and 3 etcd members; implies --standbys",
+    )
+    up.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="run the bus without authentication, open to anyone who reaches it (debugging, measuring)",
+    )
     up.add_argument("--home", help="state directory (default $LAHAR_HOME or ~/.lahar)")
     up.set_defaults(handler=run_up)
     down = sub.add_parser("down", help="stop the local stack")
@@ -56,7 +66,10 @@ def _running(home) -> StackState | None:
 
 
 def describe(state: StackState) -> str:
-    lines = [f"nats      {state.nats_url}", f"etcd      http://{state.etcd_endpoint}"]
+    etcd = ",".join(f"http://{endpoint}" for endpoint in state.etcd_endpoint.split(","))
+    lines = [f"nats      {state.nats_url}", f"etcd      {etcd}"]
+    if state.admin_creds:
+        lines.append(f"creds     {state.admin_creds} (admin; the CLI's default)")
     for service in state.services:
         lines.append(
             f"{service.name:<20} pid {service.pid:<8} http://127.0.0.1:{service.metrics_port}/metrics"
@@ -72,20 +85,21 @@ def run_up(args: argparse.Namespace) -> int:
             f"lahar up: a stack is already running from {home} (lahar status / lahar down)", file=sys.stderr
         )
         return 1
+    standbys = args.standbys or args.ha
     if not args.detach:
-        specs = service_specs(
-            home, args.sim_nodes, socket.gethostname(), args.replicas, standbys=args.standbys
-        )
+        specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas, standbys=standbys)
 
         def ready(state: StackState) -> None:
             print(describe(state) + "\nready; Ctrl-C stops the stack", flush=True)
 
-        return asyncio.run(Supervisor(home, specs, on_ready=ready).run())
+        return asyncio.run(Supervisor(home, specs, on_ready=ready, ha=args.ha, secure=not args.no_auth).run())
     home.mkdir(parents=True, exist_ok=True)
     with (home / "supervisor.log").open("ab") as log:
         command = [sys.executable, "-m", "services.cli.stack", "--home", str(home)]
         command += ["--sim-nodes", str(args.sim_nodes), "--replicas", str(args.replicas)]
-        command += ["--standbys"] if args.standbys else []
+        command += ["--standbys"] if standbys else []
+        command += ["--ha"] if args.ha else []
+        command += ["--no-auth"] if args.no_auth else []
         supervisor = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
@@ -129,7 +143,7 @@ def run_down(args: argparse.Namespace) -> int:
         time.sleep(0.1)
     if process_alive(state.supervisor_pid):
         # the supervisor is stuck: stop what it started ourselves, by the PIDs it recorded
-        for pid in [s.pid for s in state.services] + [state.nats_pid, state.etcd_pid, state.supervisor_pid]:
+        for pid in [s.pid for s in state.services] + [*state.server_pids, state.supervisor_pid]:
             if pid:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL) if pid != state.supervisor_pid else os.kill(
@@ -177,7 +191,15 @@ def run_status(args: argparse.Namespace) -> int:
         return 1
     rows = process_rows(state)
     if args.output == "json":
-        print(json.dumps({"ready": state.ready, "home": state.home, "processes": rows}, indent=2))
+        document = {
+            "ready": state.ready,
+            "home": state.home,
+            "nats_url": state.nats_url,
+            "etcd_endpoint": state.etcd_endpoint,
+            "admin_creds": state.admin_creds,
+            "processes": rows,
+        }
+        print(json.dumps(document, indent=2))
     else:
         print(f"{'NAME':<20} {'PID':<8} {'STATE':<11} {'ROLE':<8} {'RESTARTS':<9} ENDPOINT")
         for row in rows:

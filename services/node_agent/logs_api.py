@@ -22,10 +22,8 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
 from services.node_agent.runtime import workdir
-from shared.bus.subjects import decode_token, encode_token
+from shared.bus.subjects import LOGS_FILTER, pod_of_logs_subject
 
-LOGS_ROOT = "lahar.logs"
-LOGS_FILTER = f"{LOGS_ROOT}.*.*"
 MAX_CHUNK_BYTES = 256 * 1024  # well under NATS's default 1 MiB payload limit, JSON escaping included
 
 
@@ -37,18 +35,6 @@ class PodLogs:
     directory: Path | None
     containers: tuple[str, ...]
     done: bool
-
-
-def logs_subject(namespace: str, pod: str) -> str:
-    return f"{LOGS_ROOT}.{encode_token(namespace)}.{encode_token(pod)}"
-
-
-def pod_of_subject(subject: str) -> str:
-    """The pod key `namespace/name` of a logs subject; raises ValueError for any other subject."""
-    parts = subject.split(".")
-    if len(parts) != 4 or ".".join(parts[:2]) != LOGS_ROOT:
-        raise ValueError(f"not a logs subject ({LOGS_ROOT}.<namespace>.<pod>): {subject!r}")
-    return f"{decode_token(parts[2])}/{decode_token(parts[3])}"
 
 
 def answer(pod: PodLogs, request: bytes) -> dict[str, object]:
@@ -103,7 +89,7 @@ async def serve_logs(
         if not msg.reply:
             return
         try:
-            key = pod_of_subject(msg.subject)
+            key = pod_of_logs_subject(msg.subject)
         except ValueError:
             return
         pod = lookup(key)

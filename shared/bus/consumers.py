@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import nats.errors
+import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 from nats.js.manager import JetStreamManager
 
 from shared.bus.records import StreamRecord
+
+# What a pull request gets from a consumer without a leader (503, or nobody to answer it).
+LEADERLESS_FETCH = (nats.js.errors.ServiceUnavailableError, nats.errors.NoRespondersError)
+_LEADERLESS_PAUSE_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +68,7 @@ class Delivery:
     num_delivered: int
     num_pending: int
     _msg: Msg
+    stored_at: float = 0.0  # epoch seconds the stream stored it (the server's clock; 0: unknown)
 
     async def ack(self, *, confirm: bool = True, timeout_s: float = 5.0) -> None:
         """Done with it. confirm waits for the server to record the ack, so a crash right after
@@ -93,7 +100,14 @@ def _to_delivery(msg: Msg) -> Delivery:
         data=msg.data,
         headers=dict(msg.headers or {}),
     )
-    return Delivery(record=record, num_delivered=meta.num_delivered, num_pending=meta.num_pending, _msg=msg)
+    stored_at = meta.timestamp.timestamp() if meta.timestamp is not None else 0.0
+    return Delivery(
+        record=record,
+        num_delivered=meta.num_delivered,
+        num_pending=meta.num_pending,
+        _msg=msg,
+        stored_at=stored_at,
+    )
 
 
 class DurableConsumer:
@@ -115,6 +129,11 @@ class DurableConsumer:
         try:
             msgs = await self._sub.fetch(batch, timeout=timeout_s)
         except (TimeoutError, nats.errors.TimeoutError):
+            return []
+        except LEADERLESS_FETCH:
+            # the consumer has no leader (its server died; another is elected within seconds): nothing
+            # to deliver yet; a pause keeps the caller's next fetch from spinning on the same answer
+            await asyncio.sleep(min(timeout_s, _LEADERLESS_PAUSE_S))
             return []
         return [_to_delivery(msg) for msg in msgs]
 

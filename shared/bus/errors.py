@@ -47,3 +47,8 @@ class AtomicBatchUnsupported(BusError):
 
 class StreamConfigConflict(BusError):
     """An existing stream's configuration differs in a way the server refuses to update."""
+
+
+class EventRefused(BusError):
+    """The bus refused to write an event that breaks a rule every event keeps (contracts/identity.py:
+    its payload is about the object its subject names); writing it again will not help."""

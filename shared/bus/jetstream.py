@@ -18,6 +18,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import nats
@@ -36,9 +37,13 @@ from shared.bus.errors import (
     ConcurrencyConflict,
     DuplicateBatch,
 )
+from shared.bus.identity_check import refuse_wrong_object
+from shared.bus.log_gaps import LogGap
 from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
+from shared.bus.retries import LEADERLESS, LEADERLESS_WAIT_S, until_answered, with_retries
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
+from shared.security.credentials import read_credentials
 
 log = structlog.get_logger(__name__)
 
@@ -49,7 +54,6 @@ _ATOMIC_DISABLED = 10174
 _LAST_SEQ_IN_DESCRIPTION = re.compile(r"wrong last sequence: (\d+)")
 
 MAX_BATCH_MESSAGES = 1000  # the server refuses larger atomic batches
-_TRANSIENT = (nats.errors.TimeoutError, nats.errors.NoRespondersError, asyncio.TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +104,18 @@ class Bus:
         *,
         request_timeout_s: float = 5.0,
         publish_attempts: int = 3,
+        leaderless_wait_s: float = LEADERLESS_WAIT_S,
         listeners: list[ConnectionListener] | None = None,
+        js_api_prefix: str | None = None,
     ) -> None:
         self.nc = nc
-        self.js = nc.jetstream(timeout=request_timeout_s)
-        self.jsm = nc.jsm(timeout=request_timeout_s)
+        # a client reaches JetStream through the calls its account imports (shared/security)
+        api = {} if js_api_prefix is None else {"prefix": js_api_prefix}
+        self.js = nc.jetstream(timeout=request_timeout_s, **api)
+        self.jsm = nc.jsm(timeout=request_timeout_s, **api)
         self.request_timeout_s = request_timeout_s
         self.publish_attempts = publish_attempts
+        self.leaderless_wait_s = leaderless_wait_s
         # told of the connection's changes when the bus was made by `connect` (which wires the client's
         # callbacks to them); a bus around a client connected elsewhere tells them nothing
         self._listeners = [] if listeners is None else listeners
@@ -124,10 +133,17 @@ class Bus:
         name: str | None = None,
         request_timeout_s: float = 5.0,
         reconnect_wait_s: float = 0.5,
+        creds: str | None = None,
     ) -> Bus:
         """Connect, reconnecting forever after the connection drops (a service outlives server restarts).
-        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer."""
+        Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer.
+
+        servers: one URL, several (a list, or one string comma-separated): the servers of a cluster.
+        The client connects to one of them (in random order, so clients spread over the cluster) and,
+        when it loses that one, reconnects to the next that answers, resubscribing its subscriptions.
+        creds: the user's credentials file (shared/security/credentials.py); None for an open server."""
         listeners: list[ConnectionListener] = []
+        credentials = read_credentials(creds) if creds else None
 
         def tell(change: ConnectionChange) -> None:
             for listener in list(listeners):
@@ -144,8 +160,9 @@ class Bus:
         async def on_reconnected() -> None:
             tell("reconnected")
 
+        pool = [url.strip() for url in servers.split(",")] if isinstance(servers, str) else list(servers)
         nc = await nats.connect(
-            servers=[servers] if isinstance(servers, str) else list(servers),
+            servers=pool,
             name=name,
             connect_timeout=request_timeout_s,
             reconnect_time_wait=reconnect_wait_s,
@@ -153,8 +170,14 @@ class Bus:
             error_cb=on_error,
             disconnected_cb=on_disconnected,
             reconnected_cb=on_reconnected,
+            **(credentials.connect_options() if credentials is not None else {}),
         )
-        return cls(nc, request_timeout_s=request_timeout_s, listeners=listeners)
+        return cls(
+            nc,
+            request_timeout_s=request_timeout_s,
+            listeners=listeners,
+            js_api_prefix=credentials.js_api_prefix if credentials is not None else None,
+        )
 
     async def close(self) -> None:
         await self.nc.close()
@@ -165,8 +188,16 @@ class Bus:
         return (version.major, version.minor) >= (2, 12)
 
     async def ensure_streams(self, specs: Iterable[StreamSpec]) -> list[EnsuredStream]:
+        """Create or update each stream; a stream electing its leader is waited for (retries.py)."""
         atomic = self.server_supports_atomic
-        return [await ensure_stream(self.jsm, spec, atomic_supported=atomic) for spec in specs]
+        return [
+            await until_answered(
+                f"ensuring stream {spec.name}",
+                partial(ensure_stream, self.jsm, spec, atomic_supported=atomic),
+                self.leaderless_wait_s,
+            )
+            for spec in specs
+        ]
 
     async def last_seq(self, stream: str) -> int:
         """The stream's last sequence (0 when empty): the log position a view can be 'at'."""
@@ -191,18 +222,7 @@ class Bus:
         return json.loads(reply.data) if reply.data else {}
 
     async def _with_retries(self, what: str, send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        # Only a missing reply is retried: the message may or may not be stored, and its message id makes
-        # storing it a second time impossible within the dedup window.
-        for attempt in range(1, self.publish_attempts):
-            try:
-                return await send()
-            except _TRANSIENT as exc:
-                log.info("publish got no reply, retrying", what=what, attempt=attempt, error=repr(exc))
-                await asyncio.sleep(0.1 * attempt)
-        try:
-            return await send()
-        except _TRANSIENT as exc:
-            raise BusError(f"{what}: no reply after {self.publish_attempts} attempts") from exc
+        return await with_retries(what, send, self.publish_attempts, self.leaderless_wait_s)
 
     async def publish(
         self,
@@ -219,6 +239,7 @@ class Bus:
         subject wildcard; default: the event's own subject) is that value (0: no message yet); otherwise
         ConcurrencyConflict is raised.
         """
+        refuse_wrong_object(envelope, subject)
         data = envelope.encode()
         headers = _headers(envelope, expected_last_subject_seq, guard)
         timeout = timeout_s or self.request_timeout_s
@@ -258,6 +279,8 @@ class Bus:
             raise ValueError("an atomic batch needs at least one event")
         if len(items) > MAX_BATCH_MESSAGES:
             raise ValueError(f"an atomic batch holds at most {MAX_BATCH_MESSAGES} events, got {len(items)}")
+        for item in items:
+            refuse_wrong_object(item.envelope, item.subject)  # refused whole, like any batch
         ids = {item.envelope.id for item in items}
         if len(ids) != len(items):
             raise ValueError("an atomic batch cannot contain the same event id twice")
@@ -339,6 +362,9 @@ class Bus:
         """
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
+        items = list(items)
+        for envelope, subject in items:
+            refuse_wrong_object(envelope, subject)  # before any is stored
         timeout = timeout_s or self.request_timeout_s
         acks: list[PublishAck] = []
         pending: deque[tuple[str, asyncio.Future[Any]]] = deque()
@@ -376,10 +402,15 @@ class Bus:
         return _replay.follow(self.js, stream, from_seq, subject_filter)
 
     def follow_batches(
-        self, stream: str, from_seq: int = 1, subject_filter: Filters = None
+        self,
+        stream: str,
+        from_seq: int = 1,
+        subject_filter: Filters = None,
+        on_gap: Callable[[LogGap], None] | None = None,
     ) -> AsyncIterator[list[StreamRecord]]:
-        """follow() in batches: each what arrived while the previous one was being handled."""
-        return _replay.follow_batches(self.js, stream, from_seq, subject_filter)
+        """follow() in batches: each what arrived while the previous one was being handled; on_gap
+        hears of the gaps the client healed by itself (shared/bus/log_gaps.py)."""
+        return _replay.follow_batches(self.js, stream, from_seq, subject_filter, on_gap=on_gap)
 
     async def durable(self, spec: ConsumerSpec) -> DurableConsumer:
         """Create or update a durable pull consumer and bind to it."""
@@ -391,6 +422,8 @@ async def _settle(subject: str, future: asyncio.Future[Any], timeout_s: float) -
         ack = await asyncio.wait_for(future, timeout_s)
     except TimeoutError as exc:
         raise BusError(f"no ack for a pipelined publish to {subject} within {timeout_s}s") from exc
+    except LEADERLESS as exc:  # the stream is electing a leader: the caller publishes again later
+        raise BusError(f"no stream answered a pipelined publish to {subject}") from exc
     except nats.js.errors.APIError as exc:
         raise BusError(
             f"pipelined publish to {subject} refused: {exc.description} (code {exc.err_code})"

@@ -15,12 +15,13 @@ The records are JSON of the classes in contracts/bus_messages.py.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 import msgspec
 import nats.errors
 import nats.js.errors
 
-from contracts.bus_messages import DeadLetter, DeadLetterReason, QuarantineRecord
+from contracts.bus_messages import DeadLetter, DeadLetterReason, QuarantineRecord, ReconcileFailure
 from shared.bus.consumers import Delivery
 from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
@@ -32,6 +33,8 @@ from shared.bus.subjects import (
     dead_letter_subject,
     quarantine_filter,
     quarantine_subject,
+    reconcile_failure_filter,
+    reconcile_failure_subject,
 )
 
 # JetStream's "wrong last sequence": the quarantine record's subject holds a record already.
@@ -40,7 +43,7 @@ _TRANSIENT = (nats.errors.TimeoutError, nats.errors.NoRespondersError, asyncio.T
 MAX_ERROR_CHARS = 2000  # an exception's text can be anything: a record stays a small message
 
 
-def encoded(record: QuarantineRecord | DeadLetter) -> bytes:
+def encoded(record: QuarantineRecord | ReconcileFailure | DeadLetter) -> bytes:
     """A record as it is stored: JSON (a dead letter's bytes in base64)."""
     return msgspec.json.encode(record)
 
@@ -78,6 +81,18 @@ async def record_quarantined(bus: Bus, record: QuarantineRecord) -> bool:
     return await _publish(bus, subject, encoded(record), headers)
 
 
+def key_digest(key: str) -> str:
+    """A key's subject token: any hashable a core picks, so a digest of its text rather than the text."""
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+async def record_reconcile_failure(bus: Bus, record: ReconcileFailure) -> bool:
+    """Write a failing-reconcile record; False when this key's failure at this seq is stored already."""
+    digest = key_digest(record.key)
+    headers = {"Nats-Msg-Id": f"reconcile/{record.service}/{digest}/{record.seq}"}
+    return await _publish(bus, reconcile_failure_subject(record.service, digest), encoded(record), headers)
+
+
 async def move_to_dead_letters(
     bus: Bus,
     delivery: Delivery,
@@ -90,7 +105,24 @@ async def move_to_dead_letters(
 ) -> None:
     """Copy a delivered message to the dead-letter stream (the caller then settles it on its own
     stream). Raises BusError when the copy could not be stored."""
-    message = delivery.record
+    await dead_letter_record(
+        bus, delivery.record, delivery.num_delivered, consumer, reason, exc, now=now, answer=answer
+    )
+
+
+async def dead_letter_record(
+    bus: Bus,
+    message: StreamRecord,
+    deliveries: int,
+    consumer: str,
+    reason: DeadLetterReason,
+    exc: BaseException,
+    *,
+    now: float,
+    answer: str = "",
+) -> None:
+    """Copy a message of a work queue (delivered or not) to the dead-letter stream; raises BusError when
+    the copy could not be stored."""
     letter = DeadLetter(
         stream=message.stream,
         consumer=consumer,
@@ -98,7 +130,7 @@ async def move_to_dead_letters(
         subject=message.subject,
         headers=dict(message.headers),
         data=message.data,
-        deliveries=delivery.num_delivered,
+        deliveries=deliveries,
         reason=reason,
         error_type=type(exc).__name__,
         error=error_text(exc),
@@ -115,6 +147,14 @@ async def read_quarantine(bus: Bus, service: str | None = None) -> list[tuple[in
     return [
         (record.seq, msgspec.json.decode(record.data, type=QuarantineRecord))
         for record in await _records(bus, QUARANTINE_STREAM, quarantine_filter(service))
+    ]
+
+
+async def read_reconcile_failures(bus: Bus, service: str | None = None) -> list[tuple[int, ReconcileFailure]]:
+    """Every failing-reconcile record (of one service), with its sequence in LAHAR_QUARANTINE."""
+    return [
+        (record.seq, msgspec.json.decode(record.data, type=ReconcileFailure))
+        for record in await _records(bus, QUARANTINE_STREAM, reconcile_failure_filter(service))
     ]
 
 

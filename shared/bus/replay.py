@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import nats.errors
 import nats.js.errors
@@ -24,6 +24,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 from nats.js.manager import JetStreamManager
 
+from shared.bus.log_gaps import GapWatch, LogGap
 from shared.bus.records import StreamRecord
 
 # Server heartbeats on an idle consumer let the client notice a lost consumer (say, after a server
@@ -57,8 +58,11 @@ def filter_list(filters: Filters) -> list[str]:
 class _Feed:
     """Records handed from the subscription's callback to one reader, in order, in batches."""
 
-    def __init__(self, limit: int = FEED_LIMIT, *, count_pending: bool = False) -> None:
+    def __init__(
+        self, limit: int = FEED_LIMIT, *, count_pending: bool = False, gaps: GapWatch | None = None
+    ) -> None:
         self.limit = limit
+        self.gaps = gaps
         self.records: deque[StreamRecord] = deque()
         # stream seq -> matching messages stored after it when it was delivered (replay's end test)
         self.pending: dict[int, int] | None = {} if count_pending else None
@@ -68,6 +72,8 @@ class _Feed:
 
     async def push(self, msg: Msg) -> None:
         record = _record(msg)
+        if self.gaps is not None:
+            self.gaps.saw(record.seq, msg.metadata.sequence.consumer)
         if self.pending is not None:
             self.pending[record.seq] = msg.metadata.num_pending
         self.records.append(record)
@@ -189,12 +195,20 @@ async def replay(
 
 
 async def follow_batches(
-    js: JetStreamContext, stream: str, from_seq: int = 1, filters: Filters = None, batch: int = 1024
+    js: JetStreamContext,
+    stream: str,
+    from_seq: int = 1,
+    filters: Filters = None,
+    batch: int = 1024,
+    on_gap: Callable[[LogGap], None] | None = None,
 ) -> AsyncIterator[list[StreamRecord]]:
     """Batches of records from from_seq on, in order, waiting for new ones forever (until the caller
-    stops): each batch is what arrived while the previous one was being handled, at most `batch`."""
-    feed = _Feed()
-    sub = await _subscribe(js, stream, from_seq, filter_list(filters), feed)
+    stops): each batch is what arrived while the previous one was being handled, at most `batch`.
+    on_gap hears of each gap the client healed by itself (shared/bus/log_gaps.py)."""
+    subjects = filter_list(filters)
+    gaps = None if on_gap is None else GapWatch(on_gap, unfiltered=not subjects)
+    feed = _Feed(gaps=gaps)
+    sub = await _subscribe(js, stream, from_seq, subjects, feed)
     try:
         while True:
             yield await feed.take(batch)

@@ -31,6 +31,8 @@ INTAKE_ROOT = "lahar.intake"
 PLANS_ROOT = "lahar.plan"
 QUARANTINE_ROOT = "lahar.quarantine"
 DEADLETTER_ROOT = "lahar.dead"
+LOGS_ROOT = "lahar.logs"
+LOGS_FILTER = f"{LOGS_ROOT}.*.*"
 
 CLUSTER_SCOPE = "_"
 
@@ -187,10 +189,33 @@ def quarantine_subject(service: str, seq: int) -> str:
 
 
 def quarantine_filter(service: str | None = None) -> str:
-    """The quarantine records of one service (None: of every service)."""
-    return f"{QUARANTINE_ROOT}.{'*' if service is None else encode_token(service)}.>"
+    """The quarantine records of one service (None: of every service): one token, the event's seq."""
+    return f"{QUARANTINE_ROOT}.{'*' if service is None else encode_token(service)}.*"
+
+
+def reconcile_failure_subject(service: str, key_digest: str) -> str:
+    """Where a service records a key whose reconcile raised (beside its quarantined events)."""
+    return f"{QUARANTINE_ROOT}.{encode_token(service)}.reconcile.{encode_token(key_digest)}"
+
+
+def reconcile_failure_filter(service: str | None = None) -> str:
+    """The failing-reconcile records of one service (None: of every service)."""
+    return f"{QUARANTINE_ROOT}.{'*' if service is None else encode_token(service)}.reconcile.*"
 
 
 def dead_letter_subject(stream: str, consumer: str) -> str:
     """Where a consumer moves the messages of a stream it could not handle."""
     return f"{DEADLETTER_ROOT}.{encode_token(stream)}.{encode_token(consumer)}"
+
+
+def logs_subject(namespace: str, pod: str) -> str:
+    """Where a pod's logs are asked for: the agent that ran it answers (core NATS request/reply)."""
+    return f"{LOGS_ROOT}.{encode_token(namespace)}.{encode_token(pod)}"
+
+
+def pod_of_logs_subject(subject: str) -> str:
+    """The pod key `namespace/name` of a logs subject; raises ValueError for any other subject."""
+    parts = subject.split(".")
+    if len(parts) != 4 or ".".join(parts[:2]) != LOGS_ROOT:
+        raise ValueError(f"not a logs subject ({LOGS_ROOT}.<namespace>.<pod>): {subject!r}")
+    return f"{decode_token(parts[2])}/{decode_token(parts[3])}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from contracts.events import EVENT_TYPES
+from contracts.identity import OBJECT_EVENT_TYPES, WrongObject, identity_problem
 from shared.bus.envelope import Envelope
 from shared.bus.subjects import EventSubject, event_filter
 from shared.runner_types import Event
@@ -13,8 +14,9 @@ from shared.telemetry.tracing import JOB_ATTRIBUTE, POD_ATTRIBUTE
 
 def to_event(seq: int, ref: EventSubject, env: Envelope) -> Event:
     """The core's view of a log record. The producer is the subject's, which the broker can restrict per
-    service (the envelope's field is whatever the writer put there)."""
-    return Event(
+    service (the envelope's field is whatever the writer put there). Raises PayloadError for a payload
+    its type does not allow, WrongObject for one about another object than the subject's."""
+    event = Event(
         seq=seq,
         type=env.type,
         kind=ref.kind,
@@ -29,6 +31,11 @@ def to_event(seq: int, ref: EventSubject, env: Envelope) -> Event:
         producer=ref.producer,
         version=env.schema_version,
     )
+    if event.type in OBJECT_EVENT_TYPES:  # the others carry no object: one set lookup per event
+        problem = identity_problem(event.type, event.data, ref.namespace, ref.name)
+        if problem is not None:
+            raise WrongObject(problem)
+    return event
 
 
 def span_attributes(event: Event) -> dict[str, str | int]:

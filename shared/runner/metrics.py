@@ -19,12 +19,30 @@ class RunnerMetrics:
         self.events_skipped = registry.counter(
             "lahar_runner_events_skipped_total",
             "Log records quarantined, never applied, by reason: not_an_event, invalid_payload (a payload "
-            "its type does not allow), apply_error (the core raised applying it)",
+            "its type does not allow), wrong_object (a payload about another object than its subject), "
+            "apply_error (the core raised applying it)",
             ("service", "reason"),
         )
         self.touched_errors = registry.counter(
             "lahar_runner_touched_errors_total",
             "Events applied whose touched() raised: everything was reconciled instead",
+            ("service",),
+        ).labels(service)
+        self.reconcile_errors = registry.counter(
+            "lahar_runner_reconcile_errors_total",
+            "Reconciles of a key (or a full reconcile, or due()) that raised in the core; each is retried "
+            "with backoff while the other keys go on",
+            ("service",),
+        ).labels(service)
+        self.reconcile_failing = registry.gauge(
+            "lahar_runner_reconcile_failing_keys",
+            "Keys whose last reconcile raised and that wait for a retry",
+            ("service",),
+        ).labels(service)
+        self.log_gaps = registry.counter(
+            "lahar_runner_log_gaps_total",
+            "Gaps in following the log that the client healed by itself (its consumer recreated, or "
+            "records skipped): the reader was cut off for a while with its connection up",
             ("service",),
         ).labels(service)
         self.quarantine_records = registry.counter(

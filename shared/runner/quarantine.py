@@ -1,4 +1,5 @@
-"""The loop's quarantine: events it set aside, recorded on LAHAR_QUARANTINE without ever holding it up.
+"""The loop's quarantine: events it set aside (and keys whose reconcile raised), recorded on
+LAHAR_QUARANTINE without ever holding the loop up.
 
 The loop applies events synchronously and must go on whatever happens to NATS, so setting an event aside
 only queues its record here; `run` writes the queue in the background, retrying while the stream cannot
@@ -14,11 +15,14 @@ from collections import deque
 import nats.errors
 import structlog
 
-from contracts.bus_messages import QuarantineRecord
+from contracts.bus_messages import QuarantineReason, QuarantineRecord, ReconcileFailure
+from shared.bus.envelope import Envelope
 from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
-from shared.bus.poison import RecordRefused, record_quarantined
+from shared.bus.poison import RecordRefused, error_text, record_quarantined, record_reconcile_failure
+from shared.bus.records import StreamRecord
 from shared.bus.streams import quarantine_stream
+from shared.bus.subjects import EventSubject
 from shared.runner.metrics import RunnerMetrics
 
 log = structlog.get_logger(__name__)
@@ -32,7 +36,7 @@ class Quarantine:
         self.bus = bus
         self.metrics = metrics
         self.stream_replicas = stream_replicas
-        self._queue: deque[QuarantineRecord] = deque()
+        self._queue: deque[QuarantineRecord | ReconcileFailure] = deque()
         self._queued = asyncio.Event()
         self._stream_ready = False
 
@@ -41,7 +45,7 @@ class Quarantine:
         """Records not written yet."""
         return len(self._queue)
 
-    def note(self, record: QuarantineRecord) -> None:
+    def note(self, record: QuarantineRecord | ReconcileFailure) -> None:
         """Queue a record to be written (never blocks, never raises)."""
         if len(self._queue) >= QUEUED_RECORDS:
             dropped = self._queue.popleft()
@@ -49,6 +53,42 @@ class Quarantine:
             self.metrics.quarantine_records.labels(self.metrics.service, "dropped").inc()
         self._queue.append(record)
         self._queued.set()
+
+    def set_aside(
+        self,
+        service: str,
+        record: StreamRecord,
+        ref: EventSubject | None,
+        env: Envelope | None,
+        reason: QuarantineReason,
+        exc: Exception,
+        *,
+        now: float,
+    ) -> None:
+        """Log an event the loop set aside, with its sequence, and queue its record."""
+        event_type = env.type if env is not None else (ref.type if ref is not None else "")
+        log.error(
+            "event quarantined",
+            seq=record.seq,
+            subject=record.subject,
+            type=event_type,
+            reason=reason,
+            error=repr(exc),
+            exc_info=reason in ("apply_error", "touched_error"),  # a core's bug: where it raised
+        )
+        self.note(
+            QuarantineRecord(
+                service=service,
+                seq=record.seq,
+                subject=record.subject,
+                type=event_type,
+                id=env.id if env is not None else "",
+                reason=reason,
+                error_type=type(exc).__name__,
+                error=error_text(exc),
+                time=now,
+            )
+        )
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Write queued records until stopping; a record the stream cannot take now is tried again."""
@@ -68,7 +108,10 @@ class Quarantine:
                 if not self._stream_ready:
                     await self.bus.ensure_streams([quarantine_stream(replicas=self.stream_replicas)])
                     self._stream_ready = True
-                fresh = await record_quarantined(self.bus, record)
+                if isinstance(record, QuarantineRecord):
+                    fresh = await record_quarantined(self.bus, record)
+                else:
+                    fresh = await record_reconcile_failure(self.bus, record)
             except RecordRefused as exc:
                 # the stream will not take it (permissions, a limit): retrying cannot help
                 log.error("quarantine record refused", seq=record.seq, error=str(exc))

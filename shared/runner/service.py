@@ -21,11 +21,12 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
 
-from contracts.bus_messages import QuarantineReason, QuarantineRecord
+from contracts.bus_messages import QuarantineReason
+from contracts.identity import WrongObject
 from contracts.payloads import PayloadError
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
-from shared.bus.poison import error_text
+from shared.bus.log_gaps import LogGap
 from shared.bus.records import StreamRecord
 from shared.bus.replay import Filters, filter_list
 from shared.bus.streams import events_stream
@@ -37,6 +38,7 @@ from shared.runner.leader import LeaderSeat, default_candidate
 from shared.runner.metrics import RunnerMetrics
 from shared.runner.publisher import Publisher
 from shared.runner.quarantine import Quarantine
+from shared.runner.reconcile_boundary import ReconcileBoundary
 from shared.runner_types import Core, Event, Key, S
 from shared.service import Service
 from shared.store.checkpoint import CheckpointStore
@@ -102,6 +104,7 @@ class EventSourcedService(Service, Generic[S]):
             clock=clock,
         )
         self.quarantine = Quarantine(bus, self.metrics, stream_replicas=config.stream_replicas)
+        self.boundary = ReconcileBoundary(core, self.metrics, self.quarantine, clock=clock)
         self.seat = (
             LeaderSeat(
                 etcd,
@@ -150,6 +153,7 @@ class EventSourcedService(Service, Generic[S]):
             "outputs_in_flight": self.publisher.inflight,
             "events_queued": self._queue.qsize(),
             "quarantine_unwritten": self.quarantine.pending,
+            "reconcile_failing": len(self.boundary.failing),
         }
 
     async def idle(self) -> bool:
@@ -277,9 +281,23 @@ class EventSourcedService(Service, Generic[S]):
             await asyncio.gather(main, *background, *extras, return_exceptions=True)
 
     async def _read_log(self) -> None:
-        async for records in self.bus.follow_batches(EVENTS_STREAM, self.seq + 1, self.subject_filter):
+        follow = self.bus.follow_batches(EVENTS_STREAM, self.seq + 1, self.subject_filter, self._log_gap)
+        async for records in follow:
             await self._queue.put(records)
         raise RuntimeError("the live log subscription ended")
+
+    def _log_gap(self, gap: LogGap) -> None:
+        """The live reading of the log had a gap the client healed (shared/bus/log_gaps.py): counted and
+        logged with its extent; a service whose judgement depends on hearing the cluster overrides this."""
+        self.metrics.log_gaps.inc()
+        log.warning(
+            "a gap in reading the log",
+            after_seq=gap.after_seq,
+            seq=gap.seq,
+            consumer_recreated=gap.restarted,
+            records_skipped=gap.skipped,
+            silent_s=round(gap.silent_s, 3),
+        )
 
     async def _wake_on_stop(self) -> None:
         await self.stopping.wait()
@@ -327,7 +345,10 @@ class EventSourcedService(Service, Generic[S]):
         """The timer: time-based decisions, outputs to try again, the periodic resync."""
         if not self.leading:
             return
-        self._dirty.update(self.core.due(self.state, self.clock()))
+        self._dirty.update(self.boundary.timed(self.state, self.clock(), self.seq))
+        retry, retry_full = self.boundary.due(self.boundary.monotonic())
+        self._dirty.update(retry)  # keys whose reconcile raised, when their backoff is over
+        self._full = self._full or retry_full
         if self._retry_full or self.publisher.expire():
             self._retry_full = False
             self._full = True
@@ -358,6 +379,11 @@ class EventSourcedService(Service, Generic[S]):
                 return
             env = record.envelope()
             event = to_event(record.seq, ref, env)
+        except WrongObject as exc:
+            # A payload about another object than its subject names (contracts/identity.py): a core keys
+            # its state by the subject and may read the payload's names, so it sees neither.
+            self._quarantine(record, ref, env, "wrong_object", exc)
+            return
         except PayloadError as exc:
             # An event whose payload is not what its type promises (a forged event, or a writer's bug):
             # it is set aside, never applied, so no core sees a field it cannot trust.
@@ -426,35 +452,14 @@ class EventSourcedService(Service, Generic[S]):
         reason: QuarantineReason,
         exc: Exception,
     ) -> None:
-        event_type = env.type if env is not None else (ref.type if ref is not None else "")
-        log.error(
-            "event quarantined",
-            seq=record.seq,
-            subject=record.subject,
-            type=event_type,
-            reason=reason,
-            error=repr(exc),
-            exc_info=reason in ("apply_error", "touched_error"),  # a core's bug: where it raised
-        )
-        self.quarantine.note(
-            QuarantineRecord(
-                service=self.name,
-                seq=record.seq,
-                subject=record.subject,
-                type=event_type,
-                id=env.id if env is not None else "",
-                reason=reason,
-                error_type=type(exc).__name__,
-                error=error_text(exc),
-                time=self.clock(),
-            )
-        )
+        self.quarantine.set_aside(self.name, record, ref, env, reason, exc, now=self.clock())
 
     async def _reconcile(self) -> None:
         started = time.perf_counter()
         keys = None if self._full else self._dirty
         self._full, self._dirty = False, set()
-        outputs = self.core.reconcile(self.state, self.clock(), keys)
+        # never raises: keys whose reconcile raises are left out and retried later (reconcile_boundary)
+        outputs = self.boundary.reconcile(self.state, self.clock(), keys, self.seq)
         self.metrics.reconciled("full" if keys is None else "keys", len(keys or ()))
         self._unsettled = await self.publisher.publish(outputs, lambda: self.leading)
         if self._unsettled:

@@ -2,24 +2,79 @@
 
 Built on aetcd's gRPC channel, generated messages and watch stream. Unary calls go straight to the gRPC
 stubs so every call has a deadline, returns the header revision, and fails with this module's errors.
+
+Given several members of a cluster, it talks to one at a time and moves to the next whenever a call to
+its member finds it unavailable (dead, restarting, without a leader, or too slow to answer): the call
+fails with EtcdUnavailable as before, and the caller's retry goes to the next member. A watch resumes on
+the next member from the revision after the last one delivered (revisions are the cluster's, not a
+member's). One channel per member rather than one balanced channel: a gRPC target naming several
+addresses takes IP addresses only, and the members of a multi-host cluster are named by host.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any
 
 import aetcd
 import grpc
 import structlog
 from aetcd import rpc
 
-log = structlog.get_logger(__name__)
+from shared.store.etcd_ops import (
+    Compare,
+    Delete,
+    Get,
+    Key,
+    KeyValue,
+    Op,
+    Put,
+    TxnResult,
+    WatchEvent,
+    absent,
+    as_key,
+    create_revision_is,
+    delete,
+    delete_prefix,
+    get,
+    get_prefix,
+    mod_revision_is,
+    prefix_end,
+    put,
+    value_is,
+)
 
-Key = str | bytes
+# the request values live in etcd_ops.py; callers import them from here with the client
+__all__ = [
+    "Compare",
+    "Delete",
+    "Etcd",
+    "EtcdError",
+    "EtcdUnavailable",
+    "Get",
+    "Key",
+    "KeyValue",
+    "LeaseNotFound",
+    "Op",
+    "Put",
+    "TxnResult",
+    "WatchCompacted",
+    "WatchEvent",
+    "absent",
+    "create_revision_is",
+    "delete",
+    "delete_prefix",
+    "get",
+    "get_prefix",
+    "mod_revision_is",
+    "prefix_end",
+    "put",
+    "value_is",
+]
+
+log = structlog.get_logger(__name__)
 
 # Reconnect quickly after a server restart (gRPC's default backoff grows to two minutes), and accept
 # large range replies such as chunked checkpoints (the default limit is 4 MiB).
@@ -54,143 +109,6 @@ class WatchCompacted(EtcdError):
         super().__init__(f"watch history compacted up to revision {compact_revision}")
 
 
-def _key(key: Key) -> bytes:
-    return key.encode() if isinstance(key, str) else key
-
-
-def prefix_end(prefix: Key) -> bytes:
-    """The exclusive end of the key range holding every key that starts with prefix."""
-    raw = bytearray(_key(prefix))
-    while raw:
-        if raw[-1] < 0xFF:
-            raw[-1] += 1
-            return bytes(raw)
-        raw.pop()
-    return b"\0"  # every key
-
-
-@dataclass(frozen=True, slots=True)
-class KeyValue:
-    key: bytes
-    value: bytes
-    create_revision: int
-    mod_revision: int
-    version: int
-    lease: int
-
-    @classmethod
-    def of(cls, kv: Any) -> KeyValue:
-        return cls(kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease)
-
-
-@dataclass(frozen=True, slots=True)
-class Compare:
-    """One condition of a transaction; build with the helpers below."""
-
-    key: bytes
-    target: Literal["VALUE", "VERSION", "CREATE", "MOD"]
-    op: Literal["EQUAL", "NOT_EQUAL", "LESS", "GREATER"]
-    operand: bytes | int
-
-    def message(self) -> Any:
-        cmp = rpc.Compare(key=self.key, target=self.target, result=self.op)
-        field = {"VALUE": "value", "VERSION": "version", "CREATE": "create_revision", "MOD": "mod_revision"}
-        setattr(cmp, field[self.target], self.operand)
-        return cmp
-
-
-def value_is(key: Key, value: bytes) -> Compare:
-    return Compare(_key(key), "VALUE", "EQUAL", value)
-
-
-def mod_revision_is(key: Key, revision: int) -> Compare:
-    return Compare(_key(key), "MOD", "EQUAL", revision)
-
-
-def create_revision_is(key: Key, revision: int) -> Compare:
-    return Compare(_key(key), "CREATE", "EQUAL", revision)
-
-
-def absent(key: Key) -> Compare:
-    """True while the key does not exist (its create revision reads as 0)."""
-    return Compare(_key(key), "CREATE", "EQUAL", 0)
-
-
-@dataclass(frozen=True, slots=True)
-class Put:
-    key: bytes
-    value: bytes
-    lease: int = 0
-
-    def message(self) -> Any:
-        return rpc.RequestOp(request_put=rpc.PutRequest(key=self.key, value=self.value, lease=self.lease))
-
-
-@dataclass(frozen=True, slots=True)
-class Delete:
-    """Delete key, or every key in [key, range_end) when range_end is given."""
-
-    key: bytes
-    range_end: bytes | None = None
-
-    def message(self) -> Any:
-        req = rpc.DeleteRangeRequest(key=self.key, range_end=self.range_end or b"")
-        return rpc.RequestOp(request_delete_range=req)
-
-
-@dataclass(frozen=True, slots=True)
-class Get:
-    """Read key, or every key in [key, range_end) when range_end is given."""
-
-    key: bytes
-    range_end: bytes | None = None
-
-    def message(self) -> Any:
-        return rpc.RequestOp(request_range=rpc.RangeRequest(key=self.key, range_end=self.range_end or b""))
-
-
-Op = Put | Delete | Get
-
-
-def put(key: Key, value: bytes, *, lease: int = 0) -> Put:
-    return Put(_key(key), value, lease)
-
-
-def delete(key: Key) -> Delete:
-    return Delete(_key(key))
-
-
-def delete_prefix(prefix: Key) -> Delete:
-    return Delete(_key(prefix), prefix_end(prefix))
-
-
-def get(key: Key) -> Get:
-    return Get(_key(key))
-
-
-def get_prefix(prefix: Key) -> Get:
-    return Get(_key(prefix), prefix_end(prefix))
-
-
-@dataclass(frozen=True, slots=True)
-class TxnResult:
-    """succeeded: which branch ran. reads: the KeyValues of that branch's Get ops, in op order."""
-
-    succeeded: bool
-    revision: int
-    reads: tuple[tuple[KeyValue, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    kind: Literal["put", "delete"]
-    key: bytes
-    value: bytes
-    mod_revision: int
-    create_revision: int
-    lease: int
-
-
 def _translate(exc: grpc.aio.AioRpcError, what: str) -> EtcdError:
     code, details = exc.code(), exc.details() or ""
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
@@ -200,20 +118,39 @@ def _translate(exc: grpc.aio.AioRpcError, what: str) -> EtcdError:
     return EtcdError(f"{what}: {code.name}: {details}")
 
 
-class Etcd:
-    """One connection to an etcd cluster member."""
+_MOVES_TO_NEXT_MEMBER = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
-    def __init__(self, client: aetcd.Client, *, timeout_s: float) -> None:
-        self._client = client
+
+class Etcd:
+    """A connection to an etcd cluster: to one member at a time, moving on when it is unavailable."""
+
+    def __init__(
+        self, clients: Sequence[aetcd.Client], endpoints: Sequence[str], *, timeout_s: float
+    ) -> None:
+        if not clients or len(clients) != len(endpoints):
+            raise ValueError("one client per endpoint, at least one")
+        self._clients = list(clients)
+        self.endpoints = list(endpoints)
+        self._member = 0  # the index of the member calls go to
         self.timeout_s = timeout_s
         self._closed = False
 
     @classmethod
     async def connect(cls, host: str, port: int, *, timeout_s: float = 5.0) -> Etcd:
         """Open a channel and wait until etcd answers (up to timeout_s)."""
-        client = aetcd.Client(host=host, port=port, timeout=timeout_s, options=dict(_CHANNEL_OPTIONS))
-        await client.connect()
-        etcd = cls(client, timeout_s=timeout_s)
+        return await cls.connect_cluster([(host, port)], timeout_s=timeout_s)
+
+    @classmethod
+    async def connect_cluster(cls, endpoints: Sequence[tuple[str, int]], *, timeout_s: float = 5.0) -> Etcd:
+        """Open a channel to every member and wait until one answers (trying each in turn, up to
+        timeout_s); calls then go to that member until it is unavailable."""
+        clients = [
+            aetcd.Client(host=host, port=port, timeout=timeout_s, options=dict(_CHANNEL_OPTIONS))
+            for host, port in endpoints
+        ]
+        for client in clients:
+            await client.connect()  # only creates the channel: nothing is sent before the first call
+        etcd = cls(clients, [f"{host}:{port}" for host, port in endpoints], timeout_s=timeout_s)
         try:
             await etcd.wait_ready(timeout_s)
         except BaseException:
@@ -221,9 +158,28 @@ class Etcd:
             raise
         return etcd
 
+    @property
+    def member(self) -> str:
+        """The endpoint calls go to now."""
+        return self.endpoints[self._member]
+
+    def _unavailable(self, member: int, error: grpc.aio.AioRpcError | Exception) -> None:
+        """A call to `member` found it unavailable: the next calls go to the next member (unless a
+        concurrent call moved on already)."""
+        if len(self._clients) == 1 or member != self._member:
+            return
+        self._member = (member + 1) % len(self._clients)
+        log.info(
+            "etcd member unavailable, moving on",
+            failed=self.endpoints[member],
+            to=self.member,
+            error=str(error),
+        )
+
     async def close(self) -> None:
         self._closed = True
-        await self._client.close()
+        for client in self._clients:
+            await client.close()
 
     async def wait_ready(self, timeout_s: float) -> int:
         """Wait until etcd answers (for instance after a restart); returns its current revision."""
@@ -238,43 +194,47 @@ class Etcd:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
-    async def _call(self, what: str, method: Any, request: Any) -> Any:
+    async def _call(self, what: str, method: Callable[[aetcd.Client], Any], request: Any) -> Any:
+        """One unary call to the current member: method picks the stub's method from its client."""
+        member = self._member
         try:
-            return await method(request, timeout=self.timeout_s)
+            return await method(self._clients[member])(request, timeout=self.timeout_s)
         except grpc.aio.AioRpcError as exc:
+            if exc.code() in _MOVES_TO_NEXT_MEMBER:
+                self._unavailable(member, exc)
             raise _translate(exc, what) from exc
 
     async def revision(self) -> int:
         resp = await self._call(
-            "revision", self._client.kvstub.Range, rpc.RangeRequest(key=b"\0", count_only=True)
+            "revision", lambda c: c.kvstub.Range, rpc.RangeRequest(key=b"\0", count_only=True)
         )
         return int(resp.header.revision)
 
     async def get(self, key: Key) -> KeyValue | None:
-        resp = await self._call("get", self._client.kvstub.Range, rpc.RangeRequest(key=_key(key)))
+        resp = await self._call("get", lambda c: c.kvstub.Range, rpc.RangeRequest(key=as_key(key)))
         return KeyValue.of(resp.kvs[0]) if resp.kvs else None
 
     async def get_prefix(self, prefix: Key) -> tuple[list[KeyValue], int]:
         """Every key under prefix in key order, read at one revision (returned too)."""
-        req = rpc.RangeRequest(key=_key(prefix), range_end=prefix_end(prefix))
-        resp = await self._call("get_prefix", self._client.kvstub.Range, req)
+        req = rpc.RangeRequest(key=as_key(prefix), range_end=prefix_end(prefix))
+        resp = await self._call("get_prefix", lambda c: c.kvstub.Range, req)
         return [KeyValue.of(kv) for kv in resp.kvs], int(resp.header.revision)
 
     async def put(self, key: Key, value: bytes, *, lease: int = 0) -> int:
         """Write key; returns the revision of the write."""
-        req = rpc.PutRequest(key=_key(key), value=value, lease=lease)
-        resp = await self._call("put", self._client.kvstub.Put, req)
+        req = rpc.PutRequest(key=as_key(key), value=value, lease=lease)
+        resp = await self._call("put", lambda c: c.kvstub.Put, req)
         return int(resp.header.revision)
 
     async def delete(self, key: Key) -> bool:
         resp = await self._call(
-            "delete", self._client.kvstub.DeleteRange, rpc.DeleteRangeRequest(key=_key(key))
+            "delete", lambda c: c.kvstub.DeleteRange, rpc.DeleteRangeRequest(key=as_key(key))
         )
         return int(resp.deleted) > 0
 
     async def delete_prefix(self, prefix: Key) -> int:
-        req = rpc.DeleteRangeRequest(key=_key(prefix), range_end=prefix_end(prefix))
-        resp = await self._call("delete_prefix", self._client.kvstub.DeleteRange, req)
+        req = rpc.DeleteRangeRequest(key=as_key(prefix), range_end=prefix_end(prefix))
+        resp = await self._call("delete_prefix", lambda c: c.kvstub.DeleteRange, req)
         return int(resp.deleted)
 
     async def txn(
@@ -286,7 +246,7 @@ class Etcd:
             success=[op.message() for op in success],
             failure=[op.message() for op in failure],
         )
-        resp = await self._call("txn", self._client.kvstub.Txn, req)
+        resp = await self._call("txn", lambda c: c.kvstub.Txn, req)
         reads = tuple(
             tuple(KeyValue.of(kv) for kv in r.response_range.kvs)
             for r in resp.responses
@@ -297,7 +257,7 @@ class Etcd:
     async def grant(self, ttl_s: int) -> int:
         """A new lease of ttl_s seconds; returns its id."""
         resp = await self._call(
-            "lease grant", self._client.leasestub.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl_s)
+            "lease grant", lambda c: c.leasestub.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl_s)
         )
         if resp.error:
             raise EtcdError(f"lease grant refused: {resp.error}")
@@ -307,21 +267,24 @@ class Etcd:
         """End the lease now, deleting its keys. Revoking an expired lease is not an error."""
         try:
             await self._call(
-                "lease revoke", self._client.leasestub.LeaseRevoke, rpc.LeaseRevokeRequest(ID=lease_id)
+                "lease revoke", lambda c: c.leasestub.LeaseRevoke, rpc.LeaseRevokeRequest(ID=lease_id)
             )
         except LeaseNotFound:
             return
 
     async def refresh(self, lease_id: int) -> int:
         """Renew the lease once; returns its TTL in seconds. Raises LeaseNotFound once it expired."""
+        member = self._member
         try:
-            async for reply in self._client.leasestub.LeaseKeepAlive(
+            async for reply in self._clients[member].leasestub.LeaseKeepAlive(
                 iter([rpc.LeaseKeepAliveRequest(ID=lease_id)]), timeout=self.timeout_s
             ):
                 if reply.TTL <= 0:
                     raise LeaseNotFound(f"lease {lease_id:x} expired")
                 return int(reply.TTL)
         except grpc.aio.AioRpcError as exc:
+            if exc.code() in _MOVES_TO_NEXT_MEMBER:
+                self._unavailable(member, exc)
             raise _translate(exc, "lease keepalive") from exc
         raise EtcdUnavailable("lease keepalive: stream closed without a reply")
 
@@ -336,13 +299,14 @@ class Etcd:
         Survives etcd restarts and reconnects: the watch is re-created from the revision after the last
         one delivered, so no change is missed or repeated. Raises WatchCompacted if that revision is gone.
         """
-        raw_prefix = _key(prefix)
+        raw_prefix = as_key(prefix)
         next_rev = start_revision if start_revision is not None else await self.revision() + 1
         delay = 0.05
         while not self._closed:
             watch = None
+            member = self._member
             try:
-                watch = await self._client.watch(
+                watch = await self._clients[member].watch(
                     raw_prefix, range_end=prefix_end(raw_prefix), start_revision=next_rev
                 )
                 async for event in watch:
@@ -364,6 +328,7 @@ class Etcd:
                 raise WatchCompacted(exc.compacted_revision) from exc
             except (aetcd.ClientError, grpc.RpcError) as exc:
                 reason = repr(exc)
+                self._unavailable(member, exc)  # resumed on the next member
             finally:
                 if watch is not None:
                     await watch.cancel()

@@ -12,6 +12,12 @@ from shared.store.etcd import Etcd, EtcdUnavailable, LeaseNotFound
 
 log = structlog.get_logger(__name__)
 
+# After a failed renewal the next is tried this soon rather than a third of the TTL later: the failure
+# was most likely the client's etcd member dying (its calls now go to the next member, which answers
+# at once) or the cluster electing a leader (under a second on the HA stack), and the lease's deadline
+# may be near.
+RETRY_AFTER_FAILURE_S = 0.1
+
 
 class KeptLease:
     """A granted lease renewed every third of its TTL until stopped.
@@ -36,12 +42,15 @@ class KeptLease:
     async def _renew(self) -> None:
         interval = max(self.ttl_s / 3, 0.1)
         deadline = time.monotonic() + self.ttl_s
+        wait = interval
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(wait)
             sent = time.monotonic()
+            wait = RETRY_AFTER_FAILURE_S
             try:
                 remaining = await self.etcd.refresh(self.id)
                 deadline = sent + remaining
+                wait = interval
             except LeaseNotFound:
                 log.warning("lease lost: expired or revoked", lease=f"{self.id:x}")
                 self.lost.set()

@@ -16,28 +16,41 @@ from __future__ import annotations
 
 import asyncio
 import builtins  # the class below has a method named list: its annotations name the type as builtins.list
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
 import msgpack
+import msgspec
 
 from shared.store.election import Fence, fenced_txn
 from shared.store.etcd import Compare, Etcd, EtcdError, KeyValue, absent, mod_revision_is, put
 
 OBJECTS_PREFIX = "/lahar/objects/"
 CLUSTER_SCOPE = "_"
-# etcd refuses transactions with more than 128 operations by default (--max-txn-ops).
-_KEYS_PER_TXN = 64
+# etcd refuses a transaction whose compares, or either branch, hold more than 128 operations by default
+# (--max-txn-ops): a write is a compare and a put, and a fenced one adds a compare and a read.
+_KEYS_PER_TXN = 127
+# and requests over 1.5 MiB (--max-request-bytes): the values of one transaction stay under 1 MiB
+_BYTES_PER_TXN = 1 << 20
+_encode = msgspec.msgpack.Encoder().encode
 _MAX_ATTEMPTS = 10
+
+
+# what quote(value, safe="") leaves as it is: a value made only of these is its own token (checked in C,
+# where quote() costs microseconds per call, three per key written)
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]+")
 
 
 def _token(value: str) -> str:
     if not value:
         raise ValueError("kind, namespace and name must be non-empty")
     # quote() keeps "_" as is, which would read back as "cluster-scoped".
-    return "%5F" if value == CLUSTER_SCOPE else quote(value, safe="")
+    if value == CLUSTER_SCOPE:
+        return "%5F"
+    return value if _UNQUOTED.fullmatch(value) else quote(value, safe="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +71,10 @@ class Write:
     name: str
     seq: int
     object: Mapping[str, Any] | None
+
+
+def _plain(obj: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return obj if obj is None or isinstance(obj, dict) else dict(obj)
 
 
 def _decode(key: bytes, value: bytes, prefix: bytes) -> tuple[int, StoredObject | None]:
@@ -135,13 +152,22 @@ class ReadModel:
         return (await self.apply([Write(kind, namespace, name, seq, None)]))[0]
 
     async def apply(self, writes: Sequence[Write]) -> builtins.list[bool]:
-        """Apply many writes with few round trips; per write, whether it moved its key forward."""
+        """Apply many writes with few round trips (as many per transaction as etcd's limits allow); per
+        write, whether it moved its key forward."""
+        # each value is encoded once, before the chunks are cut, whatever the attempts
+        values = [_encode({"seq": w.seq, "object": _plain(w.object)}) for w in writes]
         applied: list[bool] = []
-        for start in range(0, len(writes), _KEYS_PER_TXN):
-            applied.extend(await self._apply_chunk(writes[start : start + _KEYS_PER_TXN]))
+        start = size = 0
+        for end, value in enumerate(values):
+            if end > start and (end - start == _KEYS_PER_TXN or size + len(value) > _BYTES_PER_TXN):
+                applied.extend(await self._apply_chunk(writes[start:end], values[start:end]))
+                start, size = end, 0
+            size += len(value)
+        if start < len(writes):
+            applied.extend(await self._apply_chunk(writes[start:], values[start:]))
         return applied
 
-    async def _apply_chunk(self, writes: Sequence[Write]) -> builtins.list[bool]:
+    async def _apply_chunk(self, writes: Sequence[Write], values: Sequence[bytes]) -> builtins.list[bool]:
         keys = [self.key(w.kind, w.namespace, w.name) for w in writes]
         # Within one call the newest write per key wins; the others are stale by definition.
         newest: dict[bytes, int] = {}
@@ -158,9 +184,7 @@ class ReadModel:
                 if stored_seq is not None and stored_seq >= writes[i].seq:
                     continue
                 guards.append(mod_revision_is(key, revision) if revision else absent(key))
-                obj = writes[i].object
-                doc = {"seq": writes[i].seq, "object": None if obj is None else dict(obj)}
-                puts.append(put(key, msgpack.packb(doc, use_bin_type=True)))
+                puts.append(put(key, values[i]))
                 chosen.add(i)
             if not puts:
                 return [False] * len(writes)

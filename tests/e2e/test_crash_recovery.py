@@ -167,8 +167,8 @@ def kill_and_await_restart(stack: Stack, name: str) -> Kill:
     pytest.fail(f"{name} was not restarted and healthy within {RESTART_TIMEOUT_S:.0f}s:\n{log}")
 
 
-async def read_log(nats_url: str) -> list[Event]:
-    bus = await Bus.connect(nats_url, name="crash-recovery-test")
+async def read_log(state: StackState) -> list[Event]:
+    bus = await Bus.connect(state.nats_url, name="crash-recovery-test", creds=state.admin_creds or None)
     try:
         return [
             to_event(record.seq, parse_event_subject(record.subject), record.envelope())
@@ -178,13 +178,13 @@ async def read_log(nats_url: str) -> list[Event]:
         await bus.close()
 
 
-async def count_events(nats_url: str, event_type: str) -> int:
-    return sum(event.type == event_type for event in await read_log(nats_url))
+async def count_events(state: StackState, event_type: str) -> int:
+    return sum(event.type == event_type for event in await read_log(state))
 
 
 def wait_underway(stack: Stack) -> None:
     deadline = time.monotonic() + UNDERWAY_TIMEOUT_S
-    while (running := asyncio.run(count_events(stack.state.nats_url, "PodRunning"))) < UNDERWAY_RUNNING:
+    while (running := asyncio.run(count_events(stack.state, "PodRunning"))) < UNDERWAY_RUNNING:
         if time.monotonic() > deadline:
             pytest.fail(f"only {running} pods started within {UNDERWAY_TIMEOUT_S:.0f}s")
         time.sleep(0.5)
@@ -192,7 +192,9 @@ def wait_underway(stack: Stack) -> None:
 
 async def wait_jobs(state: StackState, jobs: list[str]) -> dict[str, str]:
     """What `lahar wait job X --for Completed` reports, for every job at once (the same client call)."""
-    async with await LaharClient.connect(state.nats_url, state.etcd_endpoint) as client:
+    async with await LaharClient.connect(
+        state.nats_url, state.etcd_endpoint, creds=state.admin_creds or None
+    ) as client:
         results = await asyncio.gather(
             *(client.wait_job(key.split("/")[1], "default", timeout_s=COMPLETION_TIMEOUT_S) for key in jobs)
         )
@@ -228,7 +230,7 @@ def crash_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CrashRun]:
             kills.append(kill_and_await_restart(stack, service))
             accepted += apply_until_accepted(stack, [job(f"after-{service}", 4, 2, 4)], f"after-{service}")
         phases = asyncio.run(wait_jobs(stack.state, accepted))
-        events = asyncio.run(read_log(stack.state.nats_url))
+        events = asyncio.run(read_log(stack.state))
         final = StackState.read(home)
         assert final is not None
         yield CrashRun(stack, accepted, kills, final, phases, events)
@@ -286,8 +288,8 @@ QUIET_S = 4.0  # longer than every periodic activity (1 s sessions and timers, 2
 QUIET_TIMEOUT_S = 60.0
 
 
-async def last_seq(nats_url: str) -> int:
-    bus = await Bus.connect(nats_url, name="crash-recovery-test")
+async def last_seq(state: StackState) -> int:
+    bus = await Bus.connect(state.nats_url, name="crash-recovery-test", creds=state.admin_creds or None)
     try:
         return await bus.last_seq(EVENTS_STREAM)
     finally:
@@ -297,12 +299,12 @@ async def last_seq(nats_url: str) -> int:
 def quiet_log(stack: Stack) -> int:
     """The log's last sequence once it has not moved for QUIET_S: the stack has nothing left to say."""
     deadline = time.monotonic() + QUIET_TIMEOUT_S
-    seq, since = asyncio.run(last_seq(stack.state.nats_url)), time.monotonic()
+    seq, since = asyncio.run(last_seq(stack.state)), time.monotonic()
     while time.monotonic() - since < QUIET_S:
         if time.monotonic() > deadline:
             pytest.fail(f"the log kept growing for {QUIET_TIMEOUT_S:.0f}s (now at {seq})")
         time.sleep(0.2)
-        now = asyncio.run(last_seq(stack.state.nats_url))
+        now = asyncio.run(last_seq(stack.state))
         if now != seq:
             seq, since = now, time.monotonic()
     return seq
@@ -329,7 +331,7 @@ def test_a_service_restarted_on_an_idle_stack_appends_nothing(crash_run: CrashRu
         kill = kill_and_await_restart(stack, service)
         await_following(stack, service, kill.new_pid)
         after = quiet_log(stack)
-        appended = asyncio.run(read_log(stack.state.nats_url))[before:]
+        appended = asyncio.run(read_log(stack.state))[before:]
         assert after == before, f"{service}'s restart appended " + ", ".join(
             f"{e.type} {object_key(e)}" for e in appended[:20]
         )

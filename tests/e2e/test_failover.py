@@ -95,7 +95,7 @@ def failover_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailoverR
             stack, [job(f"before-{i}", 4, 4, 3 + i % 3) for i in range(6)], "before"
         )
         deadline = time.monotonic() + UNDERWAY_TIMEOUT_S
-        while asyncio.run(count_events(stack.state.nats_url, "PodRunning")) < 4:
+        while asyncio.run(count_events(stack.state, "PodRunning")) < 4:
             if time.monotonic() > deadline:
                 pytest.fail(f"no gang started within {UNDERWAY_TIMEOUT_S:.0f}s")
             time.sleep(0.3)
@@ -107,7 +107,7 @@ def failover_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailoverR
                 pytest.fail(f"{killed} not back within {BACK_TIMEOUT_S:.0f}s: {after}")
             time.sleep(0.2)
         phases = asyncio.run(wait_jobs(stack.state, accepted))
-        events = asyncio.run(read_log(stack.state.nats_url))
+        events = asyncio.run(read_log(stack.state))
         final = StackState.read(home)
         assert final is not None
         yield FailoverRun(

@@ -138,7 +138,9 @@ def intake_counts(state: StackState) -> dict[str, float]:
 
 async def fuzz(stack: Stack, api: list[Mutant], intake: list[Mutant]) -> dict[str, Any]:
     state = stack.state
-    async with await LaharClient.connect(state.nats_url, state.etcd_endpoint) as client:
+    async with await LaharClient.connect(
+        state.nats_url, state.etcd_endpoint, creds=state.admin_creds or None
+    ) as client:
         client.request_timeout_s = REQUEST_TIMEOUT_S
         queue = await client.apply(QUEUE)
         assert queue.accepted, queue
@@ -158,7 +160,7 @@ async def fuzz(stack: Stack, api: list[Mutant], intake: list[Mutant]) -> dict[st
             except LaharError as exc:  # Unreachable: no answer within the timeout
                 answers.append((source, mutant, exc))
 
-        js = client.bus.nc.jetstream()
+        js = client.bus.js  # through the API prefix of the credentials' account (docs/security.md)
         published = []
         for mutant in intake:
             if len(mutant.data) <= max_payload:
@@ -171,7 +173,7 @@ async def fuzz(stack: Stack, api: list[Mutant], intake: list[Mutant]) -> dict[st
             await asyncio.sleep(0.2)
         dead_letters = (await js.stream_info(DEADLETTER_STREAM)).state.messages
 
-        events = await read_log(state.nats_url)
+        events = await read_log(state)
         rejections = {e.payload["source"]: e.payload for e in events if e.type == "ManifestRejected"}
 
         job = await client.apply(HEALTHY_JOB)

@@ -94,7 +94,7 @@ class Outage:
 
 def wait_underway(stack: Stack, running: int) -> None:
     deadline = time.monotonic() + UNDERWAY_TIMEOUT_S
-    while asyncio.run(count_events(stack.state.nats_url, "PodRunning")) < running:
+    while asyncio.run(count_events(stack.state, "PodRunning")) < running:
         if time.monotonic() > deadline:
             pytest.fail(f"fewer than {running} pods started within {UNDERWAY_TIMEOUT_S:.0f}s")
         time.sleep(0.3)
@@ -156,7 +156,7 @@ def outage_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutageRun]:
             wait_underway(stack, 4 * (round_ + 1))
             outages.append(outage(stack, server))
         phases = asyncio.run(wait_jobs(stack.state, accepted))
-        events = asyncio.run(read_log(stack.state.nats_url))
+        events = asyncio.run(read_log(stack.state))
         final = StackState.read(home)
         assert final is not None
         yield OutageRun(accepted, outages, phases, events, final)

@@ -63,3 +63,13 @@ def test_each_core_folds_the_events_it_subscribes_to(tmp_path: Path) -> None:
         figures = result["services"][name]
         assert figures["events"] == expected > 0, name
         assert figures["best_per_s"] >= figures["median_per_s"] > 0
+
+
+def test_the_loop_figures_count_each_cores_reconciles_and_renders(tmp_path: Path) -> None:
+    asyncio.run(_write_log(tmp_path / "nats"))
+    result = run(tmp_path, ["job-controller", "binder"], events=10_000, passes=1, nodes=2, loop=(3, 5))
+    controller = result["services"]["job-controller"]["loop"]
+    # the job-controller renders the read-model objects the examples touched; the binder has no read model
+    assert controller["rendered"] > 0 and controller["cpu_s"] > 0
+    assert (controller["batch"], controller["flush"]) == (3, 5)
+    assert result["services"]["binder"]["loop"]["rendered"] == 0

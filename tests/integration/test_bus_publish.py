@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -9,6 +10,7 @@ from shared.bus.envelope import Envelope
 from shared.bus.errors import AtomicBatchUnsupported, ConcurrencyConflict, DuplicateBatch
 from shared.bus.jetstream import BatchItem, Bus
 from shared.bus.streams import StreamSpec, events_stream, standard_streams
+from shared.runner.publisher import PIPELINE_WINDOW
 
 STREAM = subjects.EVENTS_STREAM
 JOB = subjects.event_subject("job", "default", "train", "JobCreated", "tests")
@@ -172,3 +174,25 @@ async def test_pipelined_publish_keeps_order_and_deduplicates(events_bus: Bus) -
     assert await stored(events_bus) == [
         (seq, subject, env.id) for seq, (env, subject) in enumerate(items, start=1)
     ]
+
+
+async def test_a_pipelined_publish_within_its_window_is_written_in_one_go(events_bus: Bus) -> None:
+    """Outputs sent before any ack is awaited leave in a few writes; past the window, each ack awaited
+    lets one more message out (what the Publisher's wide window avoids)."""
+    transport = events_bus.nc._transport
+    assert transport is not None
+    writes = 0
+    real = transport.writelines
+
+    def counted(data: Any) -> None:
+        nonlocal writes
+        writes += 1
+        real(data)
+
+    transport.writelines = counted  # type: ignore[method-assign]
+    items = [(event("PodStatusChanged", i), PODS[i % 3]) for i in range(600)]
+    await events_bus.publish_pipelined(items, window=PIPELINE_WINDOW)
+    wide, writes = writes, 0
+    narrow = [(event("PodStatusChanged", 1000 + i), PODS[i % 3]) for i in range(600)]
+    await events_bus.publish_pipelined(narrow, window=64)
+    assert wide <= 3 < 100 < writes

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from contracts.bus_messages import DeadLetter, QuarantineRecord
+from contracts.bus_messages import DeadLetter, QuarantineRecord, ReconcileFailure
 from contracts.codec import encode_object
 from contracts.objects import ApiObject, Job, JobState, JobStatus, Queue, QueueStatus
 from contracts.parse import parse_object
 from services.admission.service import AdmissionConfig, AdmissionService
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
-from shared.bus.poison import encoded, record_quarantined
+from shared.bus.poison import encoded, record_quarantined, record_reconcile_failure
 from shared.bus.streams import deadletter_stream, events_stream, intake_stream, quarantine_stream
 from shared.bus.subjects import EVENTS_STREAM, dead_letter_subject, event_subject
 from shared.servers import EtcdServer, NatsServer
@@ -411,12 +411,30 @@ async def test_quarantine_and_dead_letters_list_what_the_services_set_aside(cli:
     )
     await bus.js.publish(dead_letter_subject("LAHAR_INTAKE", "admission"), encoded(letter))
 
+    failure = ReconcileFailure(
+        service="job-controller",
+        key="('job', 'default/train')",
+        seq=12,
+        error_type="KeyError",
+        error="'counts'",
+        time=1_700_000_000.0,
+    )
+    assert await record_reconcile_failure(bus, failure)
+
     listed = await cli.json("quarantine", "--service", "job-controller", "-o", "json")
     assert [(r["service"], r["seq"], r["reason"]) for r in listed] == [
         ("job-controller", 12, "invalid_payload")
     ]
     code, out, _ = await cli("quarantine")
     assert code == 0 and "job-controller" in out and "binder" in out and "PayloadError: missing" in out
+    (failing,) = await cli.json("quarantine", "--reconciles", "-o", "json")
+    assert (failing["service"], failing["key"], failing["error_type"]) == (
+        "job-controller",
+        "('job', 'default/train')",
+        "KeyError",
+    )
+    code, out, _ = await cli("quarantine", "--reconciles")
+    assert code == 0 and "('job', 'default/train')" in out and "KeyError: 'counts'" in out
     (dead,) = await cli.json("dead-letters", "-o", "json")
     assert (dead["reason"], dead["deliveries"], dead["text"]) == ("handling_failed", 3, manifest.decode())
     code, out, _ = await cli("dead-letters")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from shared.store.checkpoint import CHUNK_BYTES, CheckpointConflict, CheckpointStore
+from shared.store.election import Fence
 from shared.store.etcd import (
     Etcd,
     LeaseNotFound,
@@ -197,3 +198,31 @@ async def test_watch_prefix_from_a_revision(etcd: Etcd) -> None:
         ("put", b"/w/b", b"2"),
         ("delete", b"/w/a", b""),
     ]
+
+
+async def test_a_fenced_writer_puts_as_many_writes_per_txn_as_etcd_allows(etcd: Etcd) -> None:
+    """127 writes per transaction (etcd's default --max-txn-ops is 128, and the fence takes a compare),
+    fewer when their values would pass 1 MiB (--max-request-bytes is 1.5 MiB)."""
+    key = b"/lahar/test-fence"
+    await etcd.put(key, b"leader")
+    found = await etcd.get(key)
+    assert found is not None
+    txns = 0
+    real_txn = etcd.txn
+
+    async def counted_txn(*args: Any, **kwargs: Any) -> Any:
+        nonlocal txns
+        txns += 1
+        return await real_txn(*args, **kwargs)
+
+    etcd.txn = counted_txn  # type: ignore[method-assign]
+    model = ReadModel(etcd, fence=Fence(key, found.create_revision), stored=Stored())
+    await model.list("pod")
+    many = [Write("pod", "default", f"p{i}", 1, {"i": i}) for i in range(300)]
+    assert await model.apply(many) == [True] * 300
+    assert txns == 3  # 127 + 127 + 46
+    txns = 0
+    large = [Write("pod", "default", f"big{i}", 1, {"blob": "x" * 300_000}) for i in range(7)]
+    assert await model.apply(large) == [True] * 7
+    assert txns == 3  # 3 + 3 + 1 values of 300 kB
+    assert len((await model.list("pod"))[0]) == 307

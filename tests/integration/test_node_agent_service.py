@@ -27,14 +27,13 @@ from contracts.events import writer_of
 from contracts.objects import Container, Job, ObjectMeta, Pod, PodSpec, PodTemplate, TaskSpec, frozen_map
 from services.job_controller.core.expand import default_job, pod_for
 from services.node_agent.config import NodeAgentConfig
-from services.node_agent.logs_api import logs_subject
 from services.node_agent.runtime import workdir
 from services.node_agent.service import NodeAgentService, make_service
 from shared.bus.envelope import Envelope
 from shared.bus.heartbeats import decode_heartbeat, heartbeat_subject
 from shared.bus.jetstream import Bus
 from shared.bus.streams import events_stream
-from shared.bus.subjects import EVENTS_STREAM, event_subject, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_subject, logs_subject, parse_event_subject
 from shared.runner.events import to_event
 from shared.runner_types import Event
 from shared.servers import EtcdServer, NatsServer, free_port

@@ -4,20 +4,23 @@ chosen events, against real nats-server and etcd."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from runner_toy import ToyCore, ToyState
 
+from contracts import codec
+from contracts.objects import ObjectMeta, Pod
 from shared.bus.envelope import Envelope
+from shared.bus.errors import EventRefused
 from shared.bus.jetstream import Bus
 from shared.bus.poison import read_quarantine
 from shared.bus.streams import StreamSpec, events_stream
-from shared.bus.subjects import event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_subject
 from shared.runner import EventSourcedService, RunnerConfig
-from shared.runner_types import Event
+from shared.runner_types import Event, Output, deterministic_id
 from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
@@ -164,3 +167,65 @@ async def test_a_record_the_quarantine_stream_cannot_take_waits_without_holding_
     await service.run_until_idle(15)
     assert records(service, "recorded") == 1
     assert [r.seq for _, r in await read_quarantine(bus, "toy")] == [poison]
+
+
+async def test_an_event_about_another_object_than_its_subject_is_refused_and_set_aside(
+    bus: Bus, make: Make
+) -> None:
+    other = codec.encode_object(Pod(meta=ObjectMeta(name="victim", namespace="default")))
+    forged = Envelope.create(
+        "PodSubmitted", time=1.0, producer="admission", correlation_id="x", payload={"object": other}
+    )
+    subject = event_subject("pod", "default", "x", "PodSubmitted", "admission")
+    with pytest.raises(EventRefused, match="'default/victim'"):  # the bus will not write it...
+        await bus.publish(forged, subject)
+    # ...but a writer that goes around it (another client, an older lahar) can
+    wrong = (await bus.js.publish(subject, forged.encode(), headers={"Nats-Msg-Id": forged.id})).seq
+    await ping(bus, "after", n=3)
+    service = make()
+    await service.run_until_idle(15)
+    assert service.state.total == 3 and wrong not in service.state.applied
+    assert skipped(service, "wrong_object") == 1
+    ((_, record),) = await read_quarantine(bus, "toy")
+    assert (record.seq, record.reason, record.error_type) == (wrong, "wrong_object", "WrongObject")
+    assert "'default/victim'" in record.error and "'default/x'" in record.error
+
+
+class ForgingCore(ToyCore):
+    """The toy core with a bug in its outputs: for a ping named "forge" it also asks for a PodCreated
+    on that pod's subject whose Pod is another one."""
+
+    def reconcile(self, state: ToyState, now: float, keys: Collection[str] | None = None) -> list[Output]:
+        outputs = super().reconcile(state, now, keys)
+        for ping, (name, _) in state.pings.items():
+            if name == "forge" and (keys is None or ping in keys) and not state.echoes.get(ping):
+                pod = codec.encode_object(Pod(meta=ObjectMeta(name="victim", namespace="default")))
+                forged = Output(
+                    type="PodCreated",
+                    kind="pod",
+                    namespace="default",
+                    name="forge",
+                    id=deterministic_id("toy", "PodCreated", ping),
+                    correlation_id="forge",
+                    payload={"object": pod},
+                )
+                outputs.append(forged)
+        return outputs
+
+
+async def test_an_output_about_another_object_than_its_subject_is_refused_and_not_retried(
+    bus: Bus, etcd: Etcd
+) -> None:
+    await bus.ensure_streams([events_stream()])
+    service = EventSourcedService(ForgingCore(), bus, etcd, QUIET, registry=Registry())
+    try:
+        await ping(bus, "forge", n=1)
+        await service.run_until_idle(15)
+        # the echo is written; the forged PodCreated is not, and it cost one refusal, not a retry loop
+        assert set(service.state.echoes) == set(service.state.pings)
+        assert service.metrics.outputs.labels("toy", "PodCreated", "refused").value >= 1
+        assert service.metrics.outputs.labels("toy", "PodCreated", "stored").value == 0
+        assert not [r async for r in bus.replay(EVENTS_STREAM) if ".PodCreated." in r.subject]
+        assert service.health()["ok"]
+    finally:
+        await service.shutdown()

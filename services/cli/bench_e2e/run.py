@@ -26,10 +26,11 @@ from services.cli.bench_e2e.rawpub import raw_publish_rate
 from services.cli.bench_e2e.replay import replay_rates
 from services.cli.bench_e2e.stack import BenchStack
 from services.cli.bench_e2e.workload import NAMESPACE, BenchJob, arrival_offsets, bench_jobs
-from services.cli.stack.layout import StackState
+from services.cli.stack.layout import StackState, creds_path
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, intake_subject, parse_event_subject
+from shared.security.permissions import PROVISIONER
 
 FINAL_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
 
@@ -49,6 +50,7 @@ class BenchSpec:
     ready_timeout_s: float = 300.0
     round_timeout_s: float = 900.0
     keep_home: bool = False
+    no_auth: bool = False  # the bus open, as before identities (to measure what they cost)
 
 
 class _Round:
@@ -161,14 +163,23 @@ async def _run_round(
 
 async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Callable[[str], None]) -> dict:
     assert stack.state is not None
-    bus = await Bus.connect(stack.state.nats_url, name="lahar-bench")
+    # the jobs go in as the operator's client; the scratch stream of the raw rate is made by the one
+    # user allowed to create streams (docs/security.md)
+    admin = stack.state.admin_creds or None
+    bus = await Bus.connect(stack.state.nats_url, name="lahar-bench", creds=admin)
+    scratch = await Bus.connect(
+        stack.state.nats_url,
+        name="lahar-bench-raw",
+        creds=str(creds_path(stack.home, PROVISIONER)) if admin else None,
+    )
     try:
         say("measuring the raw publish rate")
-        raw_before = await raw_publish_rate(bus)
+        raw_before = await raw_publish_rate(scratch)
         rounds = [await _run_round(bus, spec, index, stack, say) for index in range(spec.rounds)]
         say("measuring the raw publish rate again")
-        raw_after = await raw_publish_rate(bus)
+        raw_after = await raw_publish_rate(scratch)
     finally:
+        await scratch.close()
         await bus.close()
     replays = await replay_rates(stack, say) if spec.replay else None
     raw = (raw_before + raw_after) / 2
@@ -205,7 +216,7 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
 
 def run_bench(spec: BenchSpec, say: Callable[[str], None]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="lahar-bench-"))
-    stack = BenchStack(home, spec.nodes, spec.replicas)
+    stack = BenchStack(home, spec.nodes, spec.replicas, no_auth=spec.no_auth)
     try:
         say(f"starting a stack of {spec.nodes} hollow nodes, {spec.replicas} scheduler replica(s) in {home}")
         ready_s = stack.start(spec.ready_timeout_s, say)

@@ -17,10 +17,13 @@ def main() -> int:
     parser.add_argument("--sim-nodes", type=int, default=0)
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--standbys", action="store_true")
+    parser.add_argument("--ha", action="store_true")
+    parser.add_argument("--no-auth", action="store_true")
     args = parser.parse_args()
     home = lahar_home(args.home)
-    specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas, standbys=args.standbys)
-    return asyncio.run(Supervisor(home, specs).run())
+    standbys = args.standbys or args.ha  # a cluster that survives a server's loss wants standbys too
+    specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas, standbys=standbys)
+    return asyncio.run(Supervisor(home, specs, ha=args.ha, secure=not args.no_auth).run())
 
 
 if __name__ == "__main__":

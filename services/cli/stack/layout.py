@@ -12,6 +12,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from shared.security.permissions import Identity
+
 STATE_FILE = "stack.json"
 
 # What the supervisor is doing about a process (recorded in stack.json).
@@ -21,6 +23,12 @@ RESTARTING = "restarting"
 
 NATS = "nats-server"
 ETCD = "etcd"
+CREDS_DIR = "creds"  # every user's nkey seed, mode 0600 (services/cli/stack/identities.py)
+
+
+def creds_path(home: Path, user: str) -> Path:
+    """Where `lahar up` writes a user's credentials (its nkey seed)."""
+    return home / CREDS_DIR / f"{user}.nk"
 
 
 def lahar_home(explicit: str | None = None) -> Path:
@@ -38,8 +46,11 @@ class ServiceSpec:
     name: str
     module: str
     args: tuple[str, ...] = ()
+    identity: Identity | None = None  # its user on the bus (shared/security/permissions.py)
 
-    def command(self, nats_url: str, etcd: str, metrics_port: int) -> list[str]:
+    def command(
+        self, nats_url: str, etcd: str, metrics_port: int, *, creds: str = "", extra: tuple[str, ...] = ()
+    ) -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -50,7 +61,9 @@ class ServiceSpec:
             etcd,
             "--metrics-port",
             str(metrics_port),
+            *(("--nats-creds", creds) if creds else ()),
             *self.args,
+            *extra,
         ]
 
 
@@ -85,8 +98,10 @@ class RunningServer:
 class StackState:
     supervisor_pid: int
     home: str
-    nats_url: str = ""
-    etcd_endpoint: str = ""
+    ha: bool = False  # three NATS servers and three etcd members (`lahar up --ha`)
+    nats_url: str = ""  # every NATS server's URL, comma-separated
+    etcd_endpoint: str = ""  # every etcd member's host:port, comma-separated
+    admin_creds: str = ""  # the operator's credentials file; empty: NATS runs without authentication
     servers: list[RunningServer] = field(default_factory=list)
     services: list[RunningService] = field(default_factory=list)
     ready: bool = False
@@ -105,6 +120,10 @@ class StackState:
     def etcd_pid(self) -> int:
         server = self.server(ETCD)
         return server.pid if server is not None else 0
+
+    @property
+    def server_pids(self) -> list[int]:
+        return [server.pid for server in self.servers if server.pid]
 
     def write(self, home: Path) -> None:
         tmp = home / (STATE_FILE + ".tmp")

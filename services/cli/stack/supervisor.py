@@ -1,6 +1,9 @@
 """The local stack's supervisor: owns nats-server, etcd and every service process.
 
-It starts them in dependency order on free loopback ports, waits until each reports healthy and then until
+It makes the bus's credentials first (identities.py: an nkey per service process, the operator's admin,
+the provisioner; `--no-auth` leaves the bus open), starts nats-server with their permissions and creates
+the streams as the provisioner. It starts the servers and services in dependency order on free loopback
+ports, waits until each reports healthy and then until
 the stack can bind on every node (readiness.py), and records the stack in `stack.json`. Whatever exits
 while the stack is meant to run is reaped and started again, after a backoff (backoff.py): a service on
 the same metrics port while that is free (it resumes from its checkpoint and the log), nats-server and
@@ -26,11 +29,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contracts.events import ADMISSION, NODE_AGENT, SCHEDULER
 from services.cli.stack.backoff import restart_delay
+from services.cli.stack.identities import SIM_AGENT, StackCredentials, issue_credentials
 from services.cli.stack.layout import RESTARTING, RUNNING, STARTING, RunningService, ServiceSpec, StackState
 from services.cli.stack.readiness import waiting_for
 from services.cli.stack.server_keeper import ServerKeeper, record_of
-from shared.servers import EtcdServer, NatsServer, free_port
+from services.cli.stack.stack_servers import StackServers, start_servers
+from shared.security.permissions import Identity
+from shared.servers import free_port
 
 STOP_GRACE_S = 10.0
 HEALTH_TIMEOUT_S = 60.0
@@ -53,24 +60,45 @@ def service_specs(
     """Every service process of the stack, in start order. With standbys, a second instance of each
     leader-elected service (named <service>-2) campaigns in the same election: started after the first,
     it follows the log as a hot standby and takes over when the leader resigns or its lease expires."""
-    agent_dir = ("--data-dir", str(home / "data" / "node-agent"))
+    # the agent id names its producer token, so its user may publish only under it
+    agent_id = SIM_AGENT if sim_nodes else node_name
+    agent_dir = ("--data-dir", str(home / "data" / "node-agent"), "--agent-id", agent_id)
     if sim_nodes:
         agent_args = ("--runtime", "sim", "--sim-nodes", str(sim_nodes), *agent_dir)
     else:
         agent_args = ("--runtime", "process", "--node-name", node_name, *agent_dir)
-    agent = ServiceSpec("node-agent", "services.node_agent", agent_args)
+    agent = ServiceSpec(
+        "node-agent",
+        "services.node_agent",
+        agent_args,
+        Identity("node-agent", NODE_AGENT, f"{NODE_AGENT}.{agent_id}"),
+    )
     schedulers = [
-        ServiceSpec(f"scheduler-{i}", "services.scheduler", ("--replica-id", f"scheduler-{i}"))
+        ServiceSpec(
+            f"scheduler-{i}",
+            "services.scheduler",
+            ("--replica-id", f"scheduler-{i}"),
+            Identity(f"scheduler-{i}", SCHEDULER, f"scheduler-{i}"),
+        )
         for i in range(replicas)
     ]
     instances = [""] + ([STANDBY_SUFFIX] if standbys else [])
     elected = [
         # the process's stack name is its candidate name, so the election key says which one leads
-        ServiceSpec(f"{name}{suffix}", module, ("--instance-id", f"{name}{suffix}"))
+        # every instance writes under the service's producer token (its core's name)
+        ServiceSpec(
+            f"{name}{suffix}",
+            module,
+            ("--instance-id", f"{name}{suffix}"),
+            Identity(f"{name}{suffix}", name, name),
+        )
         for suffix in instances
         for name, module in ELECTED
     ]
-    return [ServiceSpec("admission", "services.admission"), *elected, *schedulers, agent]
+    admission = ServiceSpec(
+        "admission", "services.admission", identity=Identity(ADMISSION, ADMISSION, ADMISSION)
+    )
+    return [admission, *elected, *schedulers, agent]
 
 
 def port_bindable(port: int) -> bool:
@@ -107,17 +135,25 @@ def service_health(port: int) -> dict[str, Any] | None:
 
 class Supervisor:
     def __init__(
-        self, home: Path, specs: list[ServiceSpec], on_ready: Callable[[StackState], None] | None = None
+        self,
+        home: Path,
+        specs: list[ServiceSpec],
+        on_ready: Callable[[StackState], None] | None = None,
+        *,
+        ha: bool = False,
+        secure: bool = True,
     ) -> None:
+        self.secure = secure  # identities on the bus (docs/security.md); False: nats-server open to all
         self.on_ready = on_ready
         self.home = home
         self.specs = specs
-        self.state = StackState(supervisor_pid=os.getpid(), home=str(home))
-        self.nats: NatsServer | None = None
-        self.etcd: EtcdServer | None = None
+        self.ha = ha  # clusters of three NATS servers and three etcd members instead of one of each
+        self.state = StackState(supervisor_pid=os.getpid(), home=str(home), ha=ha)
+        self.servers: StackServers | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
+        self.credentials: StackCredentials | None = None
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -133,10 +169,10 @@ class Supervisor:
             return 1
         if self.on_ready is not None:
             self.on_ready(self.state)
+        servers = self.servers.all if self.servers is not None else []
         server_keepers = [
             asyncio.create_task(ServerKeeper(server, record, self._changed, self.stopping).run())
-            for server, record in zip((self.nats, self.etcd), self.state.servers, strict=True)
-            if server is not None
+            for server, record in zip(servers, self.state.servers, strict=True)
         ]
         keepers = [asyncio.create_task(self._keep_alive(spec)) for spec in self.specs]
         await self.stopping.wait()
@@ -193,11 +229,14 @@ class Supervisor:
     async def _start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.state.write(self.home)
-        self.nats = await NatsServer.astart_in(self.home / "nats")
-        self.etcd = await EtcdServer.astart_in(self.home / "etcd")
-        self.state.nats_url = self.nats.url
-        self.state.etcd_endpoint = f"{self.etcd.host}:{self.etcd.port}"
-        self.state.servers = [record_of(self.nats), record_of(self.etcd)]
+        if self.secure:
+            # a fresh key per user at every start (docs/security.md): the server loads their public keys
+            self.credentials = issue_credentials(self.home, self.specs)
+            self.state.admin_creds = str(self.credentials.admin)
+        self.servers = servers = await start_servers(self.home, ha=self.ha, credentials=self.credentials)
+        self.state.nats_url = servers.nats_url
+        self.state.etcd_endpoint = servers.etcd_endpoint
+        self.state.servers = [record_of(server) for server in servers.all]
         self.state.write(self.home)
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)
@@ -236,7 +275,9 @@ class Supervisor:
         """Start the service's process and record it (in `phase`) without waiting for it."""
         port = port or free_port()
         log_path = logs / f"{spec.name}.log"
-        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port)
+        creds = self.credentials.of(spec.name) if self.credentials is not None else ""
+        extra = self.servers.service_args() if self.servers is not None else ()
+        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds=creds, extra=extra)
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
@@ -272,9 +313,8 @@ class Supervisor:
     async def _stop(self) -> None:
         for name in reversed(list(self.processes)):
             await _terminate(self.processes[name])
-        for server in (self.nats, self.etcd):
-            if server is not None:
-                await server.astop()
+        for server in reversed(self.servers.all if self.servers is not None else []):
+            await server.astop()
         with contextlib.suppress(FileNotFoundError):
             (self.home / "stack.json").unlink()
 

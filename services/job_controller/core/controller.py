@@ -76,6 +76,16 @@ class ControllerCore:
         outputs = self.jobs.reconcile(state.jobs, now, jobs) if jobs else []
         return outputs + (self.plain.reconcile(state.plain, plain) if plain else [])
 
+    def reconcile_keys(self, state: ControllerState) -> Iterator[ControllerKey]:
+        """Every key a full reconcile covers: the runner reconciles them one by one when a full reconcile
+        raises, so one job or plain object it cannot decide about does not hold up the others."""
+        for key in state.jobs.core.jobs:
+            yield ("job", key)
+        for scope, table in (("pod", state.plain.pods), ("podgroup", state.plain.groups)):
+            for key in table:
+                namespace, _, name = key.partition("/")
+                yield ("plain", (scope, namespace, name))
+
     def dirty(self, state: ControllerState) -> dict[ObjectKey, int]:
         return state.jobs.dirty
 

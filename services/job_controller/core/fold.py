@@ -11,7 +11,6 @@ clean-up) deletes the job as JobDeleted does.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import TypeVar
 
 from contracts import codec, payloads
@@ -32,6 +31,7 @@ from services.job_controller.core.state import (
     JobRecord,
     PodRecord,
     State,
+    changed,
     forget_if_done,
     new_record,
     put_pod,
@@ -218,9 +218,9 @@ def _pod_event(state: State, event: Event) -> None:
         return
     if "ended" in change or "deletion_node" in change:
         change["end_cause"] = _cause(event)  # what ended this generation (or asked for its end)
-    changed = replace(pod, **change)
-    policies.pod_changed(record, event, event.name, pod, changed)
-    put_pod(record, event.name, changed)
+    after = changed(pod, change)
+    policies.pod_changed(record, event, event.name, pod, after)
+    put_pod(record, event.name, after)
     record.last_cause = _cause(event)
     forget_if_done(state, record)
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts import codec, payloads
-from contracts.objects import ApiObject, PodGroupCondition, PodStatus
-from services.job_controller.core import pod_lifecycle
+from contracts.objects import PodGroupCondition, PodStatus
+from services.job_controller.core import pod_lifecycle, render
 from services.job_controller.core.core import JobControllerCore
-from services.job_controller.core.objects import job_object, pod_object, podgroup_conditions, podgroup_object
+from services.job_controller.core.objects import podgroup_conditions
 from services.job_controller.core.state import JobRecord, PodRecord, State, job_namespace, pod_key
 from shared.projected_core import ObjectKey, ProjectedState, Projection
 from shared.runner_types import Event
@@ -72,8 +72,19 @@ class ProjectedCore(Projection[State, Projected]):
         return state
 
     def render(self, state: Projected, key: ObjectKey) -> Mapping[str, Any] | None:
-        obj = _object(state, key)
-        return None if obj is None else codec.encode_object(obj)
+        """codec.encode_object of objects.py's object for `key`, encoded directly (render.py)."""
+        kind, namespace, name = key
+        full = pod_key(namespace or "", name)
+        core = state.core
+        if kind == "pod":
+            record = core.jobs.get(core.pod_owner.get(full, ""))
+            return render.pod_value(record, name, state.pod_details.get(full), state.deletion_times.get(full))
+        if kind == "job":
+            return render.job_value(core.jobs.get(full))
+        if kind == "podgroup":
+            conditions = state.conditions.get(full, ())
+            return render.podgroup_value(core.jobs.get(full), conditions, core.priority_classes)
+        return None
 
     def keys(self, state: Projected) -> Iterator[ObjectKey]:
         for record in state.core.jobs.values():
@@ -98,20 +109,6 @@ class ProjectedCore(Projection[State, Projected]):
                 for k, v in document["conditions"].items()
             },
         )
-
-
-def _object(state: Projected, key: ObjectKey) -> ApiObject | None:
-    kind, namespace, name = key
-    full = pod_key(namespace or "", name)
-    if kind == "job":
-        return job_object(state.core.jobs.get(full))
-    if kind == "podgroup":
-        record = state.core.jobs.get(full)
-        return podgroup_object(record, state.conditions.get(full, ()), state.core.priority_classes)
-    if kind == "pod":
-        record = state.core.jobs.get(state.core.pod_owner.get(full, ""))
-        return pod_object(record, name, state.pod_details.get(full), state.deletion_times.get(full))
-    return None
 
 
 def _exists(core: State, key: ObjectKey) -> bool:

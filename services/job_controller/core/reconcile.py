@@ -31,8 +31,8 @@ import msgspec
 from contracts import codec, payloads
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import Job
-from services.job_controller.core import lifecycle
-from services.job_controller.core.expand import pod_for, pod_name, podgroup_for
+from services.job_controller.core import lifecycle, render
+from services.job_controller.core.expand import pod_name, podgroup_for
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.state import (
     POD_PHASES,
@@ -80,13 +80,17 @@ def _reconcile_active(state: State, r: JobRecord, now: float) -> list[Output]:
     job = r.job
     assert job is not None  # active
     outputs: list[Output] = []
-    status, cause = job_status(job, r, now)
-    if _status_moved(r.published, status) or status.handled:
+    advanced, handled, cause = lifecycle.advance(r, job, now)
+    # the whole payload (counts, conditions) is built only when it is to be published: most jobs a
+    # batch touched had a pod change that moves no phase
+    if handled or _status_moved(r.published, advanced, job):
+        status = job_status(job, r, now, advanced, handled)
         fact = status_fact(r, status)
+        cause = cause or r.last_cause[1]
         outputs.append(_output(r, "JobStatusChanged", "job", job.meta.name, status, fact, cause))
     # pods are created only while the job runs, as published and as about to be published (the stop of
     # what runs waits for the publication: it is caused by it)
-    running = status.phase in lifecycle.RUNNING_PHASES and not r.stopping
+    running = advanced.phase in lifecycle.RUNNING_PHASES and not r.stopping
     queue_open = state.queue_states.get(job.queue, "Open") == "Open"
     if r.podgroup is None and queue_open and running:
         podgroup = podgroup_for(job, state.priority_classes)
@@ -96,7 +100,7 @@ def _reconcile_active(state: State, r: JobRecord, now: float) -> list[Output]:
             _output(r, "PodGroupCreated", "podgroup", job.meta.name, payload, fact, r.spec_cause[1])
         )
     if r.tally.vacant and r.podgroup_exists and r.podgroup != "Pending" and running:
-        outputs.extend(_missing_pods(r, job, now, status))
+        outputs.extend(_missing_pods(r, job, now, advanced))
     if r.tally.unstopped:
         outputs.extend(_deletions(r))
     outputs.extend(_expiry(r, job, now))
@@ -127,7 +131,7 @@ def _expiry(r: JobRecord, job: Job, now: float) -> list[Output]:
 # --- pods ------------------------------------------------------------------------------------------
 
 
-def _missing_pods(r: JobRecord, job: Job, now: float, status: payloads.JobStatusChanged) -> list[Output]:
+def _missing_pods(r: JobRecord, job: Job, now: float, status: lifecycle.Lifecycle) -> list[Output]:
     """PodCreated for every replica without a pod, and a new generation for every pod that is gone, of the
     tasks whose dependencies run."""
     outputs = []
@@ -144,10 +148,18 @@ def _missing_pods(r: JobRecord, job: Job, now: float, status: payloads.JobStatus
                 retry, cause = existing.retry + 1, existing.end_cause
             else:
                 continue
-            pod = pod_for(
-                job, task, index, created_at=now, generation=retry, retry_count=retries, version=version
+            # render.pod_doc: codec.encode of expand.pod_for's pod, from the task's pod encoded once
+            pod = render.pod_doc(
+                r.key,
+                job,
+                task,
+                index,
+                created_at=now,
+                generation=retry,
+                retry_count=retries,
+                version=version,
             )
-            payload = payloads.PodCreated(object=codec.encode_object(pod))
+            payload = payloads.PodCreated(object={"kind": "Pod", "object": pod})
             fact = f"{r.incarnation}/{version}/{retry}"
             outputs.append(_output(r, "PodCreated", "pod", name, payload, fact, cause[1]))
     return outputs
@@ -184,11 +196,12 @@ def _stop_reason(r: JobRecord, pod: PodRecord) -> tuple[str, Cause]:
 # --- status ----------------------------------------------------------------------------------------
 
 
-def job_status(job: Job, r: JobRecord, now: float) -> tuple[payloads.JobStatusChanged, str]:
-    """The JobStatusChanged payload the job should have now — its lifecycle (phase, retryCount, version,
-    restart targets, the pending actions handled), totals and per-task counts by pod phase, minAvailable,
-    the phase's transition time and conditions — and the id of the event that caused it."""
-    state, handled, cause = lifecycle.advance(r, job, now)
+def job_status(
+    job: Job, r: JobRecord, now: float, state: lifecycle.Lifecycle, handled: list[str]
+) -> payloads.JobStatusChanged:
+    """The JobStatusChanged payload of the lifecycle `state` that lifecycle.advance gave at `now` (and the
+    pending actions it handled): its phase, retryCount, version and restart targets, totals and per-task
+    counts by pod phase, minAvailable, the phase's transition time and conditions."""
     by_task = r.tally.by_task
     last = r.published
     moved = last is None or state.phase != last.phase
@@ -197,7 +210,7 @@ def job_status(job: Job, r: JobRecord, now: float) -> tuple[payloads.JobStatusCh
         # Volcano's appendJobCondition: one condition per phase, the latest transition last
         entered = payloads.JobCondition(status=state.phase, last_transition_time=now)
         conditions = (*(c for c in conditions if c.status != state.phase), entered)
-    status = payloads.JobStatusChanged(
+    return payloads.JobStatusChanged(
         phase=state.phase,
         counts={ph.lower(): sum(c.get(ph, 0) for c in by_task.values()) for ph in POD_PHASES},
         task_status_count={task: dict(c) for task, c in by_task.items()},
@@ -209,12 +222,18 @@ def job_status(job: Job, r: JobRecord, now: float) -> tuple[payloads.JobStatusCh
         last_transition_time=now if last is None or moved else last.last_transition_time,
         conditions=conditions,
     )
-    return status, cause or r.last_cause[1]
 
 
-def _status_moved(published: payloads.JobStatusChanged | None, status: payloads.JobStatusChanged) -> bool:
+def _status_moved(published: payloads.JobStatusChanged | None, state: lifecycle.Lifecycle, job: Job) -> bool:
     """Whether the job's lifecycle (STATUS_FACT) differs from the one last published."""
-    return published is None or any(getattr(status, k) != getattr(published, k) for k in STATUS_FACT)
+    return (
+        published is None
+        or state.phase != published.phase
+        or (job.min_available or 0) != published.min_available
+        or state.retry_count != published.retry_count
+        or state.version != published.version
+        or state.restart != published.restart
+    )
 
 
 def status_fact(r: JobRecord, status: payloads.JobStatusChanged) -> str:

@@ -21,7 +21,9 @@ gone: nothing runs it, and its slot is free for the next generation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from contracts import payloads
 from contracts.objects import Job, PriorityClass
@@ -245,20 +247,59 @@ def stop_unrequested(record: JobRecord, pod: PodRecord) -> bool:
 
 
 def _count(record: JobRecord, pod: PodRecord, sign: int) -> None:
+    # runs twice per pod event: the pod's properties are read once each (what counted_as, to_stop and
+    # stop_unrequested would read again)
+    if pod.gone:
+        return  # counted nowhere, holds no slot, and nothing is left to stop
     tally = record.tally
-    phase = pod.counted_as
-    if phase is not None:
-        counts = tally.by_task.setdefault(pod.task, {})
-        counts[phase] = counts.get(phase, 0) + sign
-        if not counts[phase]:
-            del counts[phase]
-        if not counts:
-            del tally.by_task[pod.task]
+    # counted_as, inlined (the pod is not gone)
+    stopping = pod.evicting or pod.deletion_node is not None
+    phase = "Terminating" if stopping and not pod.finished else pod.phase
+    counts = tally.by_task.setdefault(pod.task, {})
+    counts[phase] = counts.get(phase, 0) + sign
+    if not counts[phase]:
+        del counts[phase]
+    if not counts:
+        del tally.by_task[pod.task]
     # a slot is held by any pod that is not gone (a finished one is not created again unless deleted)
-    if pod.index < _replicas(record, pod.task) and not pod.gone:
+    replicas = _replicas(record, pod.task)
+    if pod.index < replicas:
         tally.vacant -= sign
-    if stop_unrequested(record, pod):
+    # stop_unrequested, inlined (the pod is not gone)
+    if pod.evicting or pod.deletion_node == pod.node:
+        return  # being stopped, or asked on its node already
+    live = not pod.finished
+    if (live and (pod.deletion_node is not None or record.stopping or pod.index >= replicas)) or (
+        restart_kills(record, pod)
+    ):
         tally.unstopped += sign
+
+
+# the fields a pod event changes (pod_lifecycle.transition's, and the cause the fold adds)
+_CHANGEABLE = frozenset({"node", "phase", "evicting", "deletion_node", "ended", "end_cause"})
+
+
+def changed(pod: PodRecord, change: Mapping[str, Any]) -> PodRecord:
+    """dataclasses.replace(pod, **change), without its introspection of the fields on every call (this
+    runs for every pod event)."""
+    if not _CHANGEABLE.issuperset(change):
+        raise TypeError(f"not a pod event's change: {sorted(set(change) - _CHANGEABLE)}")
+    get = change.get
+    return PodRecord(
+        uid=pod.uid,
+        task=pod.task,
+        index=pod.index,
+        retry=pod.retry,
+        created_at=pod.created_at,
+        node=get("node", pod.node),
+        phase=get("phase", pod.phase),
+        evicting=get("evicting", pod.evicting),
+        deletion_node=get("deletion_node", pod.deletion_node),
+        ended=get("ended", pod.ended),
+        end_cause=get("end_cause", pod.end_cause),
+        version=pod.version,
+        job_retry=pod.job_retry,
+    )
 
 
 def put_pod(record: JobRecord, name: str, pod: PodRecord) -> None:

@@ -79,6 +79,11 @@ class ProjectedCore(Projection[State, Projected]):
             )
         return state.applied.get(kind, {}).get(name)
 
+    def reconcile_keys(self, state: Projected) -> list[str]:
+        """Every key a full reconcile covers (the runner's boundary reconciles them one by one when a full
+        reconcile raises)."""
+        return list(state.core.queues)
+
     def keys(self, state: Projected) -> Iterator[ObjectKey]:
         for name in state.core.queues:
             yield ("queue", None, name)

@@ -13,9 +13,8 @@ from support.schemas import CONTRACTS, load
 
 from contracts.events import EVENT_TYPES
 from services.admission.api import VERBS
-from services.node_agent.logs_api import logs_subject
 from shared.bus.heartbeats import heartbeat_subject
-from shared.bus.subjects import encode_token, event_subject, intake_subject, plan_subject
+from shared.bus.subjects import encode_token, event_subject, intake_subject, logs_subject, plan_subject
 
 DOC = load("asyncapi.yaml")
 CHANNELS = DOC["channels"]

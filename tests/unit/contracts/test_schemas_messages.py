@@ -4,11 +4,11 @@ A codec that changes without its description fails here."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
 import msgpack
+import msgspec
 import pytest
 from support.schemas import load, problems
 
@@ -47,7 +47,7 @@ def packed(value: dict[str, Any]) -> bytes:
 
 def test_the_envelope_schema_lists_the_envelopes_fields() -> None:
     schema = load(message_path("Envelope"))
-    assert set(schema["properties"]) == {f.name for f in dataclasses.fields(Envelope)}
+    assert set(schema["properties"]) == {f.name for f in msgspec.structs.fields(Envelope)}
     assert set(schema["required"]) == {
         "type",
         "schema_version",

@@ -17,13 +17,14 @@ from services.job_controller.core.expand import default_job, pod_for
 from services.job_controller.core.plugins.ssh import KeyPair
 from services.node_agent.agent_core import AgentCore, AgentView
 from services.node_agent.core.core import NodeAgentCore
-from services.node_agent.logs_api import PodLogs, answer, logs_subject, pod_of_subject, read_chunk
+from services.node_agent.logs_api import PodLogs, answer, read_chunk
 from shared.bus.heartbeats import (
     Heartbeat,
     decode_heartbeat,
     encode_heartbeat,
     heartbeat_subject,
 )
+from shared.bus.subjects import logs_subject, pod_of_logs_subject
 from shared.runner_types import Event
 
 TRACE_A = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -174,7 +175,7 @@ def test_a_chunk_never_splits_a_character(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("namespace", "pod"), [("default", "job-worker-0"), ("team.a", "p*1")])
 def test_logs_subjects_round_trip(namespace: str, pod: str) -> None:
-    assert pod_of_subject(logs_subject(namespace, pod)) == f"{namespace}/{pod}"
+    assert pod_of_logs_subject(logs_subject(namespace, pod)) == f"{namespace}/{pod}"
 
 
 def test_heartbeat_format() -> None:

@@ -167,6 +167,9 @@ def _podgroup_deleted(state: PlainState, event: Event, key: str) -> None:
 
 def _pod_created(state: PlainState, event: Event, key: str) -> None:
     document = event.payload_as(payloads.PodCreated).object
+    annotations = document["object"]["meta"].get("annotations")
+    if isinstance(annotations, dict) and JOB_NAME in annotations:
+        return  # a Job's pod: the Job fold decodes its meta (first), so it is not decoded twice
     meta = codec.decode(ObjectMeta, document["object"]["meta"])
     if JOB_NAME in meta.annotations:
         return  # a Job's pod

@@ -1,0 +1,126 @@
+"""The servers under a local stack: one nats-server and one etcd, or with `--ha` a 3-server NATS cluster
+(JetStream streams with 3 replicas) and a 3-member etcd cluster (shared/server_cluster.py).
+
+Every service is given every server's address (comma-separated), so its clients can move to another
+member when theirs dies. The HA stack creates the streams itself, with 3 replicas, before any service
+starts: an R3 stream needs the JetStream cluster to have elected its meta leader and all three servers to
+have joined, which this waits for; and the services are told the same replica count (`--stream-replicas`,
+LAHAR_STREAM_REPLICAS in deploy/compose), so none of them finds the streams different from what it
+would have created.
+
+With identities on the bus (docs/security.md) every nats-server loads the same users, and only the
+`provisioner` may create streams, so the stack creates them as that user whatever the topology.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats.errors
+import nats.js.errors
+import structlog
+
+from services.cli.stack.identities import StackCredentials
+from shared.bus.errors import BusError
+from shared.bus.jetstream import Bus
+from shared.bus.streams import standard_streams
+from shared.server_cluster import CLUSTER_SIZE, astart_cluster, etcd_cluster, nats_cluster
+from shared.servers import EtcdServer, NatsServer, http_ok
+
+log = structlog.get_logger(__name__)
+
+Server = NatsServer | EtcdServer
+CLUSTER_READY_TIMEOUT_S = 60.0
+_STREAM_REQUEST_TIMEOUT_S = 2.0  # short: a request made before the meta leader is elected gets no answer
+
+
+@dataclass(frozen=True, slots=True)
+class StackServers:
+    nats: list[NatsServer]
+    etcd: list[EtcdServer]
+    stream_replicas: int
+
+    @property
+    def all(self) -> list[Server]:
+        return [*self.nats, *self.etcd]
+
+    @property
+    def nats_url(self) -> str:
+        return ",".join(server.url for server in self.nats)
+
+    @property
+    def etcd_endpoint(self) -> str:
+        return ",".join(f"{server.host}:{server.port}" for server in self.etcd)
+
+    def service_args(self) -> tuple[str, ...]:
+        """What every service is told beyond the addresses: the streams' replica count."""
+        return ("--stream-replicas", str(self.stream_replicas)) if self.stream_replicas > 1 else ()
+
+
+async def start_servers(home: Path, *, ha: bool, credentials: StackCredentials | None = None) -> StackServers:
+    """Start the stack's servers and return once services can use them. credentials: the bus's users
+    (None: an open bus, whose services create the streams they use themselves)."""
+    nats_args = credentials.server_args if credentials is not None else ()
+    provisioner = credentials.provisioner if credentials is not None else None
+    if not ha:
+        nats = await NatsServer.astart_in(home / "nats", extra_args=nats_args)
+        try:
+            if provisioner is not None:
+                single = StackServers([nats], [], stream_replicas=1)
+                await _create_streams(single, time.monotonic() + CLUSTER_READY_TIMEOUT_S, provisioner)
+            etcd = await EtcdServer.astart_in(home / "etcd")
+        except BaseException:
+            await nats.astop()
+            raise
+        return StackServers([nats], [etcd], stream_replicas=1)
+    nats_members = nats_cluster(home, nats_args)
+    etcd_members = etcd_cluster(home)
+    servers = StackServers(list(nats_members), list(etcd_members), stream_replicas=CLUSTER_SIZE)
+    try:
+        await astart_cluster(nats_members)
+        await astart_cluster(etcd_members)
+        deadline = time.monotonic() + CLUSTER_READY_TIMEOUT_S
+        await _create_streams(servers, deadline, provisioner)
+        await _until_current(servers.all, deadline)
+    except BaseException:
+        for server in servers.all:
+            await server.astop()
+        raise
+    return servers
+
+
+async def _create_streams(servers: StackServers, deadline: float, creds: str | None) -> None:
+    """Create every stream with the cluster's replica count, trying again until the JetStream cluster
+    can (its meta leader elected, every server joined). creds: the provisioner's, on a secured bus."""
+    bus = await Bus.connect(
+        servers.nats_url.split(","),
+        name="lahar-provisioner",
+        request_timeout_s=_STREAM_REQUEST_TIMEOUT_S,
+        creds=creds,
+    )
+    try:
+        while True:
+            try:
+                await bus.ensure_streams(standard_streams(replicas=servers.stream_replicas))
+                return
+            except (nats.errors.Error, nats.js.errors.Error, BusError, TimeoutError) as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the NATS cluster could not create its streams: {exc!r}") from exc
+                log.info("NATS cluster not ready for streams yet", error=repr(exc))
+                await asyncio.sleep(0.2)
+    finally:
+        await bus.close()
+
+
+async def _until_current(servers: list[Server], deadline: float) -> None:
+    """Until every server passes its own health check (a NATS member: its streams current)."""
+    while True:
+        waiting = [s.name for s in servers if not await asyncio.to_thread(http_ok, s.health_url)]
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"servers not healthy in time: {', '.join(waiting)}")
+        await asyncio.sleep(0.1)

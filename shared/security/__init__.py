@@ -1,0 +1,1 @@
+"""Identities and permissions on the bus (docs/security.md)."""

@@ -1,0 +1,46 @@
+"""What `lahar up` writes for the bus's identities (services/cli/stack/identities.py): a private
+credentials file per user, fresh keys at every start, and the server configuration listing them."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from services.cli.stack.identities import issue_credentials
+from services.cli.stack.supervisor import service_specs
+from shared.security.credentials import read_credentials
+from shared.security.permissions import CLIENTS_ACCOUNT, SERVICES_ACCOUNT
+
+
+def test_every_process_and_the_operator_get_a_private_file_and_a_place_in_the_config(tmp_path: Path) -> None:
+    specs = service_specs(tmp_path, 4, "host-a", 2, standbys=True)
+    issued = issue_credentials(tmp_path, specs)
+    expected = {spec.name for spec in specs} | {"admin", "provisioner"}
+    assert set(issued.files) == expected
+    assert stat.S_IMODE((tmp_path / "creds").stat().st_mode) == 0o700
+    conf = issued.conf.read_text()
+    for user, path in issued.files.items():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, user
+        creds = read_credentials(path)
+        assert creds.account == (CLIENTS_ACCOUNT if user == "admin" else SERVICES_ACCOUNT), user
+        assert f'"nkey": "{creds.public_key}"' in conf, user
+        assert creds.seed not in conf  # the server gets public keys only
+    assert issued.server_args == ("--config", str(issued.conf))
+
+
+def test_every_start_makes_fresh_keys_and_forgets_an_earlier_runs_users(tmp_path: Path) -> None:
+    first = issue_credentials(tmp_path, service_specs(tmp_path, 4, "host-a", 3))
+    before = read_credentials(first.admin).public_key
+    second = issue_credentials(tmp_path, service_specs(tmp_path, 4, "host-a", 1))
+    assert read_credentials(second.admin).public_key != before
+    assert not (tmp_path / "creds" / "scheduler-2.nk").exists()
+    assert before not in second.conf.read_text()
+
+
+def test_the_node_agent_writes_under_its_agent_id(tmp_path: Path) -> None:
+    sim = next(s for s in service_specs(tmp_path, 4, "host-a", 1) if s.name == "node-agent")
+    real = next(s for s in service_specs(tmp_path, 0, "host-a", 1) if s.name == "node-agent")
+    assert sim.identity is not None and sim.identity.producer == "node-agent.sim"
+    assert real.identity is not None and real.identity.producer == "node-agent.host-a"
+    assert sim.args[sim.args.index("--agent-id") + 1] == "sim"
+    assert real.args[real.args.index("--agent-id") + 1] == "host-a"

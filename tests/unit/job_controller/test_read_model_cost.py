@@ -1,0 +1,90 @@
+"""What one pod change costs the job-controller's read model and reconcile: its pod, its job and its
+PodGroup marked once however often they change before the next write, and the work of the event — fold,
+reconcile of its job, render of what it marked — the same for a job of 4 pods and one of 200 (nothing
+walks the job's other pods)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.events import EventLog
+from support.work import calls
+
+from contracts.codec import encode_object
+from contracts.objects import Container, Job, ObjectMeta, PodSpec, PodTemplate, TaskSpec
+from contracts.resources import Resources
+from services.job_controller.core.controller import ControllerCore, ControllerState
+from services.job_controller.core.expand import default_job, pod_for, podgroup_for
+from shared.runner_types import Event
+
+NS = "team-a"
+
+
+def wide_job(pods: int) -> Job:
+    container = Container("c", requests=Resources.parse({"cpu": "1"}))
+    task = TaskSpec(name="worker", replicas=pods, template=PodTemplate(spec=PodSpec(containers=(container,))))
+    return default_job(Job(ObjectMeta("wide", NS, uid="uid-wide", creation_timestamp=1.0), (task,)))
+
+
+def running(pods: int) -> tuple[ControllerCore, ControllerState, EventLog]:
+    """The job's pods all running, settled and written (no dirty mark left)."""
+    core, log = ControllerCore(), EventLog(time_from_seq=True)
+    job = wide_job(pods)
+    state = core.initial()
+    history = [
+        log.event("JobSubmitted", job.meta.key, {"object": encode_object(job)}),
+        log.event("PodGroupCreated", job.meta.key, {"object": encode_object(podgroup_for(job))}),
+        log.event("PodGroupStatusChanged", job.meta.key, {"phase": "Running", "conditions": []}),
+    ]
+    for i in range(pods):
+        pod = pod_for(job, job.tasks[0], i, created_at=2.0)
+        history.append(log.event("PodCreated", pod.meta.key, {"object": encode_object(pod)}))
+        history.append(log.event("PodBound", pod.meta.key, {"node": "n0", "plan": "p"}))
+        history.append(log.event("PodRunning", pod.meta.key, {"node": "n0", "started_at": 3.0}))
+    for event in history:
+        state = core.apply(state, event)
+    core.reconcile(state, 10.0)
+    core.dirty(state).clear()
+    return core, state, log
+
+
+def pod_event(log: EventLog, type: str, index: int, **payload: Any) -> Event:
+    return log.event(type, f"{NS}/wide-worker-{index}", {"node": "n0", **payload})
+
+
+def test_a_pod_change_marks_its_pod_job_and_podgroup_once_per_write() -> None:
+    core, state, log = running(4)
+    state = core.apply(state, pod_event(log, "PodEvicting", 1, reason="preempt", plan="p2"))
+    state = core.apply(state, pod_event(log, "PodTerminated", 1, reason="Evicted"))
+    state = core.apply(state, pod_event(log, "PodSucceeded", 2, exit_code=0))
+    dirty = core.dirty(state)
+    # pod 1 changed twice, the job and the PodGroup three times: each is rendered and written once
+    assert set(dirty) == {("pod", NS, "wide-worker-1"), ("pod", NS, "wide-worker-2")} | {
+        ("job", NS, "wide"),
+        ("podgroup", NS, "wide"),
+    }
+    assert dirty[("job", NS, "wide")] == log.seq  # as of the last change
+
+
+def one_pod_change(pods: int) -> int:
+    core, state, log = running(pods)
+    for key in (("job", NS, "wide"), ("podgroup", NS, "wide"), ("pod", NS, "wide-worker-1")):
+        core.render(state, key)  # written before: the job's spec parts are encoded already
+    event = pod_event(log, "PodSucceeded", 0, exit_code=0)
+
+    def work() -> int:
+        applied = core.apply(state, event)
+        core.reconcile(applied, 10.0, core.touched(applied, event))
+        marked = core.dirty(applied)
+        for key in marked:
+            core.render(applied, key)
+        return len(marked)
+
+    rendered, count = calls(work)
+    assert rendered == 3  # the pod, the job's counts, the PodGroup's counts
+    return count
+
+
+def test_a_pod_changes_work_does_not_grow_with_its_jobs_other_pods() -> None:
+    small, large = one_pod_change(4), one_pod_change(200)
+    assert small > 0 and large == small, f"{small} calls for a job of 4 pods, {large} for one of 200"
