@@ -254,19 +254,26 @@ def _slots(tree: Any, limit: int = 400) -> list[Slot]:
 
 def _tree_copy(value: Any) -> Any:
     """A deep copy of a tree of dicts and lists without recursion: an earlier "nest" may have made the
-    value deeper than copy.deepcopy (two frames a level) can go beside Hypothesis's own stack."""
+    value deeper than copy.deepcopy (two frames a level) can go beside Hypothesis's own stack. A part
+    shared by several places ("share", an alias bomb) is copied once and shared again, as deepcopy's memo
+    does: copied apart, an alias bomb's few nodes would grow into billions."""
+    copies: dict[int, Any] = {}
     root: list[Any] = [None]
     pending: list[tuple[Any, Any, Any]] = [(root, 0, value)]  # (where the copy goes, its key, the original)
     while pending:
         parent, slot, original = pending.pop()
-        if isinstance(original, dict):
-            made: Any = dict.fromkeys(original)  # the keys in their order, the values filled in below
-            pending.extend((made, k, v) for k, v in original.items())
-        elif isinstance(original, list):
-            made = [None] * len(original)
-            pending.extend((made, i, v) for i, v in enumerate(original))
-        else:
-            made = original  # scalars are immutable
+        if not isinstance(original, dict | list):
+            parent[slot] = original  # scalars are immutable
+            continue
+        made = copies.get(id(original))
+        if made is None:
+            if isinstance(original, dict):
+                made = dict.fromkeys(original)  # the keys in their order, the values filled in below
+                pending.extend((made, k, v) for k, v in original.items())
+            else:
+                made = [None] * len(original)
+                pending.extend((made, i, v) for i, v in enumerate(original))
+            copies[id(original)] = made
         parent[slot] = made
     return root[0]
 
