@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from binder_stack import Heartbeats, Stack
 from support.waiting import Eventually
 
 from shared.bus.jetstream import Bus
+from shared.bus.streams import events_stream, plans_stream
 from shared.servers import EtcdServer, NatsServer
 from shared.store.etcd import Delete, Etcd
 
@@ -111,3 +113,22 @@ def eventually() -> Eventually:
             await asyncio.sleep(0.02)
 
     return wait
+
+
+@pytest.fixture
+async def stack(
+    nats_server: NatsServer, etcd_server: EtcdServer, bus: Bus, etcd: Etcd
+) -> AsyncIterator[Stack]:
+    """A binder and scheduler replicas run in this process (binder_stack.py), stopped at the end."""
+    await bus.ensure_streams([events_stream(), plans_stream()])
+    made = Stack(nats_server, etcd_server)
+    yield made
+    await made.close()
+
+
+@pytest.fixture
+async def beats(bus: Bus) -> AsyncIterator[Heartbeats]:
+    """Heartbeats, as a node agent sends them, for the nodes a test puts in `beats.beating`."""
+    sender = Heartbeats(bus, ())
+    yield sender
+    await sender.stop()

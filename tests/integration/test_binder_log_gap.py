@@ -4,35 +4,12 @@ hear: every node gets a fresh timeout. Against real nats-server and etcd."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
+from binder_stack import Heartbeats, Stack, created
 from support.builders import node
 from support.waiting import Eventually
-from test_scheduler_binder import Heartbeats, Stack, created
 
 from shared.bus.jetstream import Bus
-from shared.bus.streams import events_stream, plans_stream
 from shared.bus.subjects import EVENTS_STREAM
-from shared.servers import EtcdServer, NatsServer
-from shared.store.etcd import Etcd
-
-
-@pytest.fixture
-async def stack(
-    nats_server: NatsServer, etcd_server: EtcdServer, bus: Bus, etcd: Etcd
-) -> AsyncIterator[Stack]:
-    await bus.ensure_streams([events_stream(), plans_stream()])
-    made = Stack(nats_server, etcd_server)
-    yield made
-    await made.close()
-
-
-@pytest.fixture
-async def beats(bus: Bus) -> AsyncIterator[Heartbeats]:
-    sender = Heartbeats(bus, ())
-    yield sender
-    await sender.stop()
 
 
 async def test_a_consumer_lost_on_the_server_gives_every_node_a_fresh_timeout(

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from binder_stack import QUIET, Heartbeats, created, of_type, read_log
 from support.builders import node, pod
 from support.waiting import Eventually
-from test_scheduler_binder import QUIET, Heartbeats, created, of_type, read_log
 
 from services.binder.service import BinderConfig, BinderService
 from shared.bus.jetstream import Bus

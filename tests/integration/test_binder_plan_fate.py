@@ -7,55 +7,34 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 
-import pytest
-from nats.js import api
-from support.builders import gang, node
-from support.waiting import Eventually
-from test_scheduler_binder import (
+from binder_stack import (
     QUIET,
     Heartbeats,
     Logged,
     Stack,
-    _bound,
-    _dead_letters,
-    _no_plans_left,
-    _rejections,
+    bound_exactly,
     created,
+    dead_letters_exactly,
+    no_plans_left,
     pod_keys,
+    rejections,
     send_plan,
 )
+from nats.js import api
+from support.builders import gang, node
+from support.waiting import Eventually
 
 from services.binder.service import BinderConfig, BinderService
 from services.scheduler.core.framework.plan import Bind
 from services.scheduler.plans import PlanMessage
 from shared.bus.jetstream import Bus
-from shared.bus.streams import events_stream, plans_stream
 from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM
-from shared.servers import EtcdServer, NatsServer
-from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
 
 # few deliveries, close together, and a sweep that looks often: the same path as the defaults, sooner
 FAST = {"plan_max_deliver": 3, "plan_attempts": 2, "plan_retry_max_s": 1.0, "plan_sweep_s": 0.3}
-
-
-@pytest.fixture
-async def stack(
-    nats_server: NatsServer, etcd_server: EtcdServer, bus: Bus, etcd: Etcd
-) -> AsyncIterator[Stack]:
-    await bus.ensure_streams([events_stream(), plans_stream()])
-    made = Stack(nats_server, etcd_server)
-    yield made
-    await made.close()
-
-
-@pytest.fixture
-async def beats(bus: Bus) -> AsyncIterator[Heartbeats]:
-    sender = Heartbeats(bus, ())
-    yield sender
-    await sender.stop()
 
 
 async def log_writable(bus: Bus, writable: bool) -> None:
@@ -98,20 +77,20 @@ async def test_plans_whose_events_the_log_refused_through_every_delivery_are_set
         lambda: consumer_gave_up(bus, 2), what="both plans past their last delivery", timeout_s=60
     )
     # the refused plan waits for its PlanRejected to be stored before it is moved
-    assert await _dead_letters(bus, 0) == [] and await _rejections(bus) == []
+    assert await dead_letters_exactly(bus, 0) == [] and await rejections(bus) == []
     assert binder.health()["ok"]
 
     await log_writable(bus, True)
     # the accepted plan is committed (its events sent again); the refused one is answered and moved
-    bound = await eventually(lambda: _bound(bus, 1), what="the accepted plan committed")
+    bound = await eventually(lambda: bound_exactly(bus, 1), what="the accepted plan committed")
     assert bound[0].key == pod_keys(g1)[0]
     (letter,) = await eventually(
-        lambda: _dead_letters(bus, 1), what="the refused plan dead-lettered", timeout_s=30
+        lambda: dead_letters_exactly(bus, 1), what="the refused plan dead-lettered", timeout_s=30
     )
     assert (letter.reason, letter.answer, letter.deliveries) == ("retries_exhausted", "PlanRejected", 3)
-    rejected = await _rejections(bus)
+    rejected = await rejections(bus)
     assert [(e.key, e.env.payload["plan"]) for e in rejected] == [("default/g2", refused.plan_id)]
-    await eventually(lambda: _no_plans_left(bus), what="no plan left on the plans stream")
+    await eventually(lambda: no_plans_left(bus), what="no plan left on the plans stream")
     assert binder.binder_metrics.dead_letters.labels("retries_exhausted").value == 1
     await binder.run_until_idle(15)
 
@@ -131,12 +110,12 @@ async def test_a_plan_stored_long_before_the_binder_reads_it_is_refused_as_stale
     await binder.run_until_idle(15)
     stale = PlanMessage(str(uuid.uuid4()), "test", 0, (Bind(pod_keys(g1)[0], "default/g1", "n1"),))
     await send_plan(bus, stale)
-    (rejected,) = await eventually(lambda: _some(_rejections(bus)), what="the stale plan refused")
+    (rejected,) = await eventually(lambda: _some(rejections(bus)), what="the stale plan refused")
     assert rejected.env.payload["plan"] == stale.plan_id
     assert "stale plan: stored 300 s ago" in rejected.env.payload["reason"]
-    assert await _bound(bus, 0) == []
+    assert await bound_exactly(bus, 0) == []
     assert binder.binder_metrics.rejected.labels("stale").value == 1
-    await eventually(lambda: _no_plans_left(bus), what="the plan off the plans stream")
+    await eventually(lambda: no_plans_left(bus), what="the plan off the plans stream")
 
 
 async def _some(found: Awaitable[list[Logged]]) -> list[Logged] | None:

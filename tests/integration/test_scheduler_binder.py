@@ -5,181 +5,50 @@ replicas sharing PodGroups, and a killed replica's PodGroups taken over after it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import os
 import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from binder_stack import (
+    TRACE_ID,
+    Heartbeats,
+    Stack,
+    bound_exactly,
+    created,
+    dead_letters_exactly,
+    events_of,
+    no_plans_left,
+    of_type,
+    pod_keys,
+    read_log,
+    rejections,
+    send_plan,
+)
 from support.builders import gang, node
 from support.waiting import Eventually
 
-from contracts.codec import encode_object
-from contracts.events import EVENT_TYPES
 from contracts.objects import Pod
 from services.binder.core.core import BinderCore
 from services.binder.core.verify import Verdict
-from services.binder.service import BinderConfig, BinderService
 from services.scheduler.core.framework.plan import Bind, PodGroupUpdate
-from services.scheduler.plans import PlanMessage, encode_plan
-from services.scheduler.service import SchedulerConfig, SchedulerService
-from shared.bus.envelope import Envelope
-from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
+from services.scheduler.plans import PlanMessage
+from services.scheduler.service import SchedulerService
 from shared.bus.jetstream import Bus
-from shared.bus.poison import read_dead_letters
-from shared.bus.streams import events_stream, plans_stream
-from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, event_subject, parse_event_subject, plan_subject
+from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, plan_subject
 from shared.ring import Ring
 from shared.servers import EtcdServer, NatsServer
 from shared.store.etcd import Etcd
 from shared.store.membership import Membership
 from shared.store.read_model import ReadModel
-from shared.telemetry.metrics import Registry
-from shared.telemetry.tracing import setup_tracing
 
 REPO = Path(__file__).resolve().parents[2]
-QUIET = {"checkpoint_every_events": 1_000_000, "checkpoint_every_s": 3600.0, "reconcile_interval_s": 0.2}
-CREATED = {"Node": "NodeRegistered", "PodGroup": "PodGroupCreated", "Pod": "PodCreated"}
-TRACE_ID = uuid.uuid4().hex
 REPLICAS = ("scheduler-0", "scheduler-1")
-
-
-@dataclass(frozen=True)
-class Logged:
-    seq: int
-    type: str
-    key: str
-    env: Envelope
-
-
-class Stack:
-    """Services run in this process, each on its own connections; all stopped at the end."""
-
-    def __init__(self, nats: NatsServer, etcd: EtcdServer) -> None:
-        self.nats, self.etcd_server = nats, etcd
-        self.services: list[Any] = []
-        self.tasks: list[asyncio.Task[None]] = []
-        self.clients: list[Bus | Etcd] = []
-        self.tracer = setup_tracing("tests", InMemorySpanExporter(), set_global=False).get_tracer("tests")
-
-    async def _connect(self) -> tuple[Bus, Etcd]:
-        bus, etcd = await Bus.connect(self.nats.url), await Etcd.connect(*self.etcd_server.endpoint)
-        self.clients += [bus, etcd]
-        return bus, etcd
-
-    async def binder(self, **config: Any) -> BinderService:
-        bus, etcd = await self._connect()
-        cfg = BinderConfig(**{**QUIET, "instance_id": "binder-a", "node_timeout_s": 1.5, **config})
-        service = BinderService(bus, etcd, cfg, registry=Registry(), tracer=self.tracer)
-        await self._start(service)
-        return service
-
-    async def scheduler(self, replica: str, **config: Any) -> SchedulerService:
-        bus, etcd = await self._connect()
-        cfg = SchedulerConfig(**{**QUIET, "replica_id": replica, "schedule_period_s": 0.5, **config})
-        service = SchedulerService(bus, etcd, cfg, registry=Registry(), tracer=self.tracer)
-        await self._start(service)
-        return service
-
-    async def _start(self, service: Any) -> None:
-        self.services.append(service)
-        self.tasks.append(asyncio.create_task(service.run()))
-        await asyncio.sleep(0)  # let run() claim the service, so run_until_idle() finds it running
-
-    async def close(self) -> None:
-        for service in reversed(self.services):
-            await asyncio.wait_for(service.shutdown(), 15)
-        for client in self.clients:
-            await client.close()
-        for task in self.tasks:
-            task.result()  # a service that crashed fails the test
-
-
-@pytest.fixture
-async def stack(
-    nats_server: NatsServer, etcd_server: EtcdServer, bus: Bus, etcd: Etcd
-) -> AsyncIterator[Stack]:
-    await bus.ensure_streams([events_stream(), plans_stream()])
-    made = Stack(nats_server, etcd_server)
-    yield made
-    await made.close()
-
-
-class Heartbeats:
-    """Heartbeats for the nodes in `beating`, every 0.1 s, as a node agent sends them."""
-
-    def __init__(self, bus: Bus, nodes: Iterable[str]) -> None:
-        self.bus, self.beating = bus, set(nodes)
-        self.task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            beat = Heartbeat("test-agent", time.time(), tuple(sorted(self.beating)))
-            await self.bus.nc.publish(heartbeat_subject(beat.agent), encode_heartbeat(beat))
-            await asyncio.sleep(0.1)  # the sender's period, not a wait for a condition
-
-    async def stop(self) -> None:
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
-
-
-@pytest.fixture
-async def beats(bus: Bus) -> AsyncIterator[Heartbeats]:
-    sender = Heartbeats(bus, ())
-    yield sender
-    await sender.stop()
-
-
-async def created(bus: Bus, *objects: Any) -> None:
-    """Publish each object's creation event the way its writer does, in the job's trace."""
-    for obj in objects:
-        event_type = CREATED[obj.kind]
-        env = Envelope.create(
-            event_type,
-            time=time.time(),
-            producer=EVENT_TYPES[event_type].writer,
-            correlation_id=obj.meta.key,
-            payload={"object": encode_object(obj)},
-            traceparent=f"00-{TRACE_ID}-{uuid.uuid4().hex[:16]}-01",
-        )
-        catalogued = EVENT_TYPES[event_type]
-        subject = event_subject(
-            catalogued.subject_kind, obj.meta.namespace or None, obj.meta.name, event_type, catalogued.writer
-        )
-        await bus.publish(env, subject)
-
-
-async def send_plan(bus: Bus, plan: PlanMessage) -> None:
-    """A plan on LAHAR_PLANS; a fresh message id each time, so sending it twice is a redelivery."""
-    await bus.js.publish(
-        plan_subject(plan.replica), encode_plan(plan), headers={"Nats-Msg-Id": uuid.uuid4().hex}
-    )
-
-
-async def read_log(bus: Bus) -> list[Logged]:
-    out = []
-    async for record in bus.replay(EVENTS_STREAM):
-        ref, env = parse_event_subject(record.subject), record.envelope()
-        key = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
-        out.append(Logged(record.seq, env.type, key, env))
-    return out
-
-
-def of_type(events: list[Logged], event_type: str, key: str | None = None) -> list[Logged]:
-    return [e for e in events if e.type == event_type and (key is None or e.key == key)]
-
-
-def pod_keys(objects: Iterable[Any]) -> list[str]:
-    return [o.meta.key for o in objects if isinstance(o, Pod)]
 
 
 async def test_binder_commits_a_gang_atomically_rejects_conflicts_and_tracks_liveness(
@@ -200,7 +69,7 @@ async def test_binder_commits_a_gang_atomically_rejects_conflicts_and_tracks_liv
         podgroups={"default/g1": status},
     )
     await send_plan(bus, plan)
-    bound = await eventually(lambda: _bound(bus, 3), what="three PodBound")
+    bound = await eventually(lambda: bound_exactly(bus, 3), what="three PodBound")
     assert [e.key for e in bound] == pods and {e.env.payload["plan"] for e in bound} == {plan.plan_id}
     log = await read_log(bus)
     batch = [e for e in log if e.env.payload.get("plan") == plan.plan_id]
@@ -212,8 +81,8 @@ async def test_binder_commits_a_gang_atomically_rejects_conflicts_and_tracks_liv
     await send_plan(bus, plan)
     rogue = dataclasses.replace(plan, plan_id=str(uuid.uuid4()), binds=(Bind(pods[0], "default/g1", "n2"),))
     await send_plan(bus, rogue)
-    rejected = await eventually(lambda: _rejections(bus), what="the rogue plan's rejection")
-    await eventually(lambda: _no_plans_left(bus), what="every plan to be acknowledged")
+    rejected = await eventually(lambda: rejections(bus), what="the rogue plan's rejection")
+    await eventually(lambda: no_plans_left(bus), what="every plan to be acknowledged")
     log = await read_log(bus)
     assert [e.env.payload["plan"] for e in rejected] == [rogue.plan_id]
     assert rejected[0].key == "default/g1" and "already bound" in rejected[0].env.payload["reason"]
@@ -226,7 +95,7 @@ async def test_binder_commits_a_gang_atomically_rejects_conflicts_and_tracks_liv
         bus, PlanMessage(str(uuid.uuid4()), "test", ahead, (Bind(late[1].meta.key, "default/late", "n1"),))
     )
     await created(bus, *late)
-    await eventually(lambda: _bound(bus, 4), what="the late pod bound")
+    await eventually(lambda: bound_exactly(bus, 4), what="the late pod bound")
     metrics = binder.binder_metrics
     assert metrics.accepted.labels().value == 2 and metrics.rejected.labels("already_bound").value == 1
 
@@ -234,12 +103,12 @@ async def test_binder_commits_a_gang_atomically_rejects_conflicts_and_tracks_liv
     nodes = ReadModel(etcd)
     await eventually(lambda: _node_ready(nodes, "n2", True), what="n2 in the read model")
     beats.beating.discard("n2")
-    lost = await eventually(lambda: _events(bus, "PodLost"), what="the pod on n2 to be lost", timeout_s=10)
+    lost = await eventually(lambda: events_of(bus, "PodLost"), what="the pod on n2 to be lost", timeout_s=10)
     assert [e.key for e in lost] == [pods[2]] and lost[0].env.payload == {"node": "n2", "reason": "NodeLost"}
     assert [e.key for e in of_type(await read_log(bus), "NodeNotReady")] == ["n2"]
     await eventually(lambda: _node_ready(nodes, "n2", False), what="n2 NotReady in the read model")
     beats.beating.add("n2")
-    await eventually(lambda: _events(bus, "NodeReady"), what="n2 Ready again")
+    await eventually(lambda: events_of(bus, "NodeReady"), what="n2 Ready again")
     await eventually(lambda: _node_ready(nodes, "n2", True), what="n2 Ready in the read model")
     assert (await nodes.get("node", None, "n1")).object["object"]["ready"] is True  # type: ignore[union-attr]
 
@@ -271,12 +140,12 @@ async def test_plans_the_binder_cannot_handle_end_in_the_dead_letters_and_bindin
     for plan in (nameless, buggy, good):
         await send_plan(bus, plan)
 
-    bound = await eventually(lambda: _bound(bus, 1), what="the good plan's pod bound")
+    bound = await eventually(lambda: bound_exactly(bus, 1), what="the good plan's pod bound")
     assert bound[0].key == pod_keys(g2)[0]
     letters = await eventually(
-        lambda: _dead_letters(bus, 3), what="three plans in the dead letters", timeout_s=20
+        lambda: dead_letters_exactly(bus, 3), what="three plans in the dead letters", timeout_s=20
     )
-    await eventually(lambda: _no_plans_left(bus), what="every plan off the plans stream")
+    await eventually(lambda: no_plans_left(bus), what="every plan off the plans stream")
     by_reason = sorted((letter.reason, letter.answer, letter.deliveries) for letter in letters)
     assert by_reason == [
         ("handling_failed", "", 3),
@@ -288,7 +157,7 @@ async def test_plans_the_binder_cannot_handle_end_in_the_dead_letters_and_bindin
     assert {letter.stream for letter in letters} == {PLANS_STREAM} and {
         letter.consumer for letter in letters
     } == {"binder"}
-    rejected = await _rejections(bus)
+    rejected = await rejections(bus)
     assert [(e.key, e.env.payload["plan"]) for e in rejected] == [("default/g1", buggy.plan_id)]
     assert "RuntimeError: a bug this plan reaches" in rejected[0].env.payload["reason"]
     metrics = binder.binder_metrics
@@ -296,7 +165,9 @@ async def test_plans_the_binder_cannot_handle_end_in_the_dead_letters_and_bindin
     assert metrics.rejected.labels("binder_error").value == 1
     # The binder goes on binding.
     await send_plan(bus, dataclasses.replace(buggy, plan_id=str(uuid.uuid4())))
-    assert [e.key for e in await eventually(lambda: _bound(bus, 2), what="g1 bound")][1] == pod_keys(g1)[0]
+    assert [e.key for e in await eventually(lambda: bound_exactly(bus, 2), what="g1 bound")][1] == pod_keys(
+        g1
+    )[0]
     assert binder.health()["ok"]
 
 
@@ -316,7 +187,9 @@ async def test_replicas_share_the_podgroups_and_place_each_gang_once(
     await created(bus, *objects)
 
     placed = [key for key in pod_keys(objects) if not key.startswith("default/huge-")]
-    bound = await eventually(lambda: _bound(bus, len(placed)), what="every fitting pod bound", timeout_s=20)
+    bound = await eventually(
+        lambda: bound_exactly(bus, len(placed)), what="every fitting pod bound", timeout_s=20
+    )
     assert sorted(e.key for e in bound) == sorted(placed)  # each once, none of huge's
     await eventually(lambda: _unschedulable(bus, "default/huge"), what="huge marked Unschedulable")
     for name in fitting:
@@ -365,7 +238,9 @@ async def test_a_killed_replica_hands_its_podgroups_over_when_its_lease_expires(
         beats.beating |= {"n1", "n2"}
         before = [o for name in ("a0", "a1", "a2", "a3") for o in gang(name, 1)]
         await created(bus, node("n1", cpu=8), node("n2", cpu=8), *before)
-        await eventually(lambda: _bound(bus, 4), what="the first gangs bound by both replicas", timeout_s=20)
+        await eventually(
+            lambda: bound_exactly(bus, 4), what="the first gangs bound by both replicas", timeout_s=20
+        )
 
         victim.send_signal(signal.SIGKILL)  # no goodbye: its lease has to expire
         killed_at = time.time()
@@ -374,7 +249,9 @@ async def test_a_killed_replica_hands_its_podgroups_over_when_its_lease_expires(
         orphans = Ring(REPLICAS).assign(f"default/{o.meta.name}" for o in after if not isinstance(o, Pod))
         assert orphans["scheduler-1"]  # some of them were the dead replica's
         await created(bus, *after)
-        bound = await eventually(lambda: _bound(bus, 10), what="the survivor to place them all", timeout_s=20)
+        bound = await eventually(
+            lambda: bound_exactly(bus, 10), what="the survivor to place them all", timeout_s=20
+        )
         assert survivor.ownership.ring.members == ("scheduler-0",)
         taken = [e for e in bound if any(e.key.startswith(f"{key}-") for key in orphans["scheduler-1"])]
         assert taken and all(e.env.time - killed_at > 1.0 for e in taken)  # not before the 2 s lease lapsed
@@ -416,32 +293,8 @@ async def settle(bus: Bus, services: list[Any]) -> int:
         before = len(await read_log(bus))
         for service in services:
             await service.run_until_idle(15)
-        if len(await read_log(bus)) == before and await _no_plans_left(bus):
+        if len(await read_log(bus)) == before and await no_plans_left(bus):
             return before
-
-
-async def _events(bus: Bus, event_type: str) -> list[Logged]:
-    return of_type(await read_log(bus), event_type)
-
-
-async def _bound(bus: Bus, count: int) -> list[Logged] | None:
-    bound = await _events(bus, "PodBound")
-    assert len(bound) <= count, f"more pods bound than expected: {[e.key for e in bound]}"
-    return bound if len(bound) == count else None
-
-
-async def _dead_letters(bus: Bus, count: int) -> list[Any] | None:
-    letters = [letter for _, letter in await read_dead_letters(bus)]
-    assert len(letters) <= count, f"more dead letters than expected: {letters}"
-    return letters if len(letters) == count else None
-
-
-async def _rejections(bus: Bus) -> list[Logged]:
-    return await _events(bus, "PlanRejected")
-
-
-async def _no_plans_left(bus: Bus) -> bool:
-    return int((await bus.jsm.stream_info(PLANS_STREAM)).state.messages) == 0
 
 
 async def _unschedulable(bus: Bus, key: str) -> bool:
@@ -477,7 +330,7 @@ async def test_a_replica_opens_no_session_while_nothing_it_owns_can_change(
     for name in first:
         objects += gang(name, 2)
     await created(bus, *objects)
-    await eventually(lambda: _bound(bus, 6), what="the first gangs bound", timeout_s=20)
+    await eventually(lambda: bound_exactly(bus, 6), what="the first gangs bound", timeout_s=20)
 
     def skipped(replica: SchedulerService, at_least: int) -> bool:
         return bool(replica.health()["sessions_skipped"] >= at_least)
@@ -492,6 +345,6 @@ async def test_a_replica_opens_no_session_while_nothing_it_owns_can_change(
     assert other.sched_metrics.sessions_skipped.labels().value == other.health()["sessions_skipped"]
     # new work of its own: a session at once, which places it
     await created(bus, *gang(later, 2))
-    await eventually(lambda: _bound(bus, 8), what="the new gang bound", timeout_s=20)
+    await eventually(lambda: bound_exactly(bus, 8), what="the new gang bound", timeout_s=20)
     assert other.health()["sessions"] > ran
     assert binder.binder_metrics.rejected.labels("already_bound").value == 0
