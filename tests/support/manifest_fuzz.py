@@ -252,32 +252,6 @@ def _slots(tree: Any, limit: int = 400) -> list[Slot]:
     return slots
 
 
-def _tree_copy(value: Any) -> Any:
-    """A deep copy of a tree of dicts and lists without recursion: an earlier "nest" may have made the
-    value deeper than copy.deepcopy (two frames a level) can go beside Hypothesis's own stack. A part
-    shared by several places ("share", an alias bomb) is copied once and shared again, as deepcopy's memo
-    does: copied apart, an alias bomb's few nodes would grow into billions."""
-    copies: dict[int, Any] = {}
-    root: list[Any] = [None]
-    pending: list[tuple[Any, Any, Any]] = [(root, 0, value)]  # (where the copy goes, its key, the original)
-    while pending:
-        parent, slot, original = pending.pop()
-        if not isinstance(original, dict | list):
-            parent[slot] = original  # scalars are immutable
-            continue
-        made = copies.get(id(original))
-        if made is None:
-            if isinstance(original, dict):
-                made = dict.fromkeys(original)  # the keys in their order, the values filled in below
-                pending.extend((made, k, v) for k, v in original.items())
-            else:
-                made = [None] * len(original)
-                pending.extend((made, i, v) for i, v in enumerate(original))
-            copies[id(original)] = made
-        parent[slot] = made
-    return root[0]
-
-
 def _nested(value: Any, depth: int, as_list: bool) -> Any:
     for _ in range(depth):
         value = [value] if as_list else {"a": value}
@@ -368,10 +342,15 @@ def _mutate(draw: st.DrawFn, doc: Any, notes: list[str]) -> Any:
     elif operation == "multiply":
         # some 20 kB of copies at most: a longer manifest is made by "over a mebibyte" below
         times = min(draw(st.sampled_from([2, 3, 30, 300])), 20_000 // max(1, len(repr(value))))
+        try:
+            copies = [copy.deepcopy(value) for _ in range(times - 1)]
+        except RecursionError:  # an earlier "nest" made it deeper than deepcopy goes beside Hypothesis
+            notes.append(f"{where} too deep to multiply")
+            return doc
         if isinstance(container, list):
-            container.extend(_tree_copy(value) for _ in range(times - 1))
+            container.extend(copies)
         else:
-            container[key] = [_tree_copy(value) for _ in range(times)]
+            container[key] = [value, *copies]
         notes.append(f"{where} {times} times")
     elif operation == "add":
         target = value if isinstance(value, dict) else container if isinstance(container, dict) else None
