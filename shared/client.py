@@ -24,11 +24,11 @@ from typing import Any, Self
 import nats
 import nats.errors
 import nats.js.errors
-from nats.aio.client import Client as NatsClient
 
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, event_filter, logs_subject, parse_event_subject
+from shared.bus.tls_handshake import first_connection
 from shared.client_reads import (
     API_KINDS,
     DELETED,
@@ -101,13 +101,17 @@ class LaharClient:
             options["tls"] = tls
         try:
             # a few attempts only: a client reports an unreachable server instead of waiting forever
-            nc: NatsClient = await nats.connect(
-                [url.strip() for url in nats_url.split(",")],
-                connect_timeout=timeout_s,
-                max_reconnect_attempts=3,
-                reconnect_time_wait=0.3,
-                error_cb=quiet,
-                **options,
+            nc = await first_connection(
+                lambda error_cb: nats.connect(
+                    [url.strip() for url in nats_url.split(",")],
+                    connect_timeout=timeout_s,
+                    max_reconnect_attempts=3,
+                    reconnect_time_wait=0.3,
+                    error_cb=error_cb,
+                    **options,
+                ),
+                quiet,
+                tls=tls is not None,
             )
         except nats.errors.Error as exc:
             if "authorization violation" in str(exc).lower():

@@ -43,6 +43,7 @@ from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
 from shared.bus.retries import LEADERLESS, LEADERLESS_WAIT_S, until_answered, with_retries
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
+from shared.bus.tls_handshake import ErrorCallback, first_connection
 from shared.security.credentials import read_credentials
 from shared.security.tls import client_context
 
@@ -164,18 +165,24 @@ class Bus:
             tell("reconnected")
 
         pool = [url.strip() for url in servers.split(",")] if isinstance(servers, str) else list(servers)
-        nc = await nats.connect(
-            servers=pool,
-            name=name,
-            connect_timeout=request_timeout_s,
-            reconnect_time_wait=reconnect_wait_s,
-            max_reconnect_attempts=-1,
-            error_cb=on_error,
-            disconnected_cb=on_disconnected,
-            reconnected_cb=on_reconnected,
-            **(credentials.connect_options() if credentials is not None else {}),
-            **({"tls": client_context(tls_ca)} if tls_ca else {}),
-        )
+        tls = {"tls": client_context(tls_ca)} if tls_ca else {}
+
+        def connect(error_cb: ErrorCallback) -> Awaitable[NatsClient]:
+            return nats.connect(
+                servers=pool,
+                name=name,
+                connect_timeout=request_timeout_s,
+                reconnect_time_wait=reconnect_wait_s,
+                max_reconnect_attempts=-1,
+                error_cb=error_cb,
+                disconnected_cb=on_disconnected,
+                reconnected_cb=on_reconnected,
+                **(credentials.connect_options() if credentials is not None else {}),
+                **tls,
+            )
+
+        # a certificate that does not verify raises (TlsHandshakeFailed): no retry can fix it
+        nc = await first_connection(connect, on_error, tls=bool(tls), retry_wait_s=reconnect_wait_s)
         return cls(
             nc,
             request_timeout_s=request_timeout_s,

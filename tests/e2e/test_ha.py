@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -67,9 +68,10 @@ class SteadyWorkload:
     """Publishes gang jobs onto the intake stream at PODS_PER_S from a thread of its own, retrying each
     publish (same message id) while the cluster cannot take it, until stopped."""
 
-    def __init__(self, nats_url: str, creds: str | None) -> None:
+    def __init__(self, nats_url: str, creds: str | None, tls_ca: str | None) -> None:
         self.nats_url = nats_url
         self.creds = creds  # the operator's: a client may publish intake manifests
+        self.tls_ca = tls_ca
         self.published: list[str] = []  # namespace/name of every job the intake stream stored
         self.stopping = threading.Event()
         self.error: BaseException | None = None
@@ -90,7 +92,7 @@ class SteadyWorkload:
             self.error = exc
 
     async def _publish(self) -> None:
-        bus = await Bus.connect(self.nats_url, name="ha-test-workload", creds=self.creds)
+        bus = await Bus.connect(self.nats_url, name="ha-test-workload", creds=self.creds, tls_ca=self.tls_ca)
         try:
             batch = 0
             while not self.stopping.is_set():
@@ -170,12 +172,13 @@ def events_stream_leader(stack: Stack) -> RunningServer:
 
 
 def etcd_leader(stack: Stack) -> RunningServer:
-    """The etcd member leading raft, by the maintenance API's status of each member."""
+    """The etcd member leading raft, as each member's metrics tell (served next to its health check, on
+    plain HTTP whether or not its clients and peers use TLS)."""
     for member in (s for s in servers(stack) if s.name.startswith("etcd")):
-        request = urllib.request.Request(f"{member.url}/v3/maintenance/status", data=b"{}", method="POST")
-        with urllib.request.urlopen(request, timeout=5) as response:
-            status = json.loads(response.read())
-        if status["header"]["member_id"] == status["leader"]:
+        metrics = member.health_url.rsplit("/health", 1)[0] + "/metrics"
+        with urllib.request.urlopen(metrics, timeout=5) as response:
+            text = response.read().decode()
+        if re.search(r"^etcd_server_is_leader 1$", text, re.M):
             return member
     pytest.fail("no etcd member says it leads")
 
@@ -241,7 +244,9 @@ def ha_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HaRun]:
     home = tmp_path_factory.mktemp("lahar-ha")
     stack = start_stack(home, "--ha", "--sim-nodes", str(SIM_NODES))
     final: StackState | None = None
-    workload = SteadyWorkload(stack.state.nats_url, stack.state.admin_creds or None)
+    workload = SteadyWorkload(
+        stack.state.nats_url, stack.state.admin_creds or None, stack.state.tls_ca or None
+    )
     try:
         wait_binds_past(stack, time.time() + 2.0)
         losses = []
