@@ -24,6 +24,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import nats.errors
@@ -276,6 +277,26 @@ def test_the_stack_runs_three_nats_servers_and_three_etcd_members_with_standbys(
     assert {"nats-server-1", "nats-server-2", "nats-server-3", "etcd-1", "etcd-2", "etcd-3"} <= names
     assert {"binder-2", "job-controller-2", "queue-controller-2"} <= names
     assert ha_run.final.nats_url.count(",") == 2 and ha_run.final.etcd_endpoint.count(",") == 2
+
+
+def test_the_members_route_and_peer_over_tls_verifying_each_other(ha_run: HaRun) -> None:
+    """The clusters formed (the stack is ready) with routes and peer connections that take only TLS
+    and check the other end's certificate against the stack's CA."""
+    assert ha_run.final.tls_ca
+    for server in ha_run.final.servers:
+        if server.name.startswith("nats-server"):
+            monitor = server.health_url.rsplit("/healthz", 1)[0]
+            with urllib.request.urlopen(f"{monitor}/varz", timeout=5) as response:
+                cluster = json.loads(response.read())["cluster"]
+            assert cluster["tls_required"] and cluster["tls_verify"], cluster
+            with urllib.request.urlopen(f"{monitor}/routez", timeout=5) as response:
+                assert json.loads(response.read())["num_routes"] >= 2, server.name
+            assert server.url.startswith("tls://")
+        else:
+            assert server.url.startswith("https://")
+            log = Path(server.log).read_text()
+            assert re.search(r'"starting with peer TLS".*client-cert-auth = true', log), server.name
+            assert "--initial-cluster lahar-etcd-1=https://" in log, server.name
 
 
 def test_binding_never_stopped_for_long_around_either_loss(ha_run: HaRun) -> None:
