@@ -354,8 +354,8 @@ class NatsServer(_ServerProcess):
     def _tls_args(self) -> list[str]:
         if self.tls is None:
             return []
-        tls = self.tls
-        return ["--tls", "--tlscert", str(tls.cert), "--tlskey", str(tls.key), "--tlscacert", str(tls.ca)]
+        # --tls, not --tlsverify: clients are not asked for a certificate, so no CA to check them with
+        return ["--tls", "--tlscert", str(self.tls.cert), "--tlskey", str(self.tls.key)]
 
     @property
     def health_url(self) -> str:
