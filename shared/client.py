@@ -47,6 +47,7 @@ from shared.config import parse_endpoints
 from shared.security.credentials import CredentialsError, read_credentials
 from shared.security.tls import TlsError, client_context
 from shared.store.etcd import Etcd, EtcdError
+from shared.store.etcd_auth import EtcdAuthError, client_etcd_credentials
 from shared.store.read_model import ReadModel
 from shared.telemetry.tracing import trace_headers
 
@@ -76,13 +77,18 @@ class LaharClient:
         *,
         creds: str | None = None,
         tls_ca: str | None = None,
+        etcd_user: str | None = None,
+        etcd_password_file: str | None = None,
         timeout_s: float = 5.0,
     ) -> LaharClient:
         """Connect to NATS and etcd; LaharError naming the one that cannot be reached or refuses the
         credentials. Either may name several servers of a cluster, comma-separated (etcd as host:port),
         to use whichever answers. creds: a credentials file (`lahar up` writes the operator's to
         <home>/creds/admin.nk); None for a server without authentication. tls_ca: the CA file both
-        servers' certificates must chain to (`lahar up` writes <home>/tls/ca.pem); None: plain TCP."""
+        servers' certificates must chain to (`lahar up` writes <home>/tls/ca.pem); None: plain TCP.
+        etcd_user, etcd_password_file: the etcd user (default `admin`) and its password file; by default
+        the `<user>.etcd` file `lahar up` writes beside the credentials file `<user>.nk`, if there is one;
+        none for an etcd without authentication."""
         try:
             endpoints = parse_endpoints(etcd_endpoint)
         except ValueError as exc:
@@ -94,7 +100,8 @@ class LaharClient:
         try:
             credentials = read_credentials(creds) if creds else None
             tls = client_context(tls_ca) if tls_ca else None
-        except (CredentialsError, TlsError) as exc:
+            etcd_credentials = client_etcd_credentials(creds, etcd_user, etcd_password_file)
+        except (CredentialsError, TlsError, EtcdAuthError) as exc:
             raise LaharError(str(exc)) from exc
         options = credentials.connect_options() if credentials is not None else {}
         if tls is not None:
@@ -120,7 +127,12 @@ class LaharClient:
         except OSError as exc:  # a refused connection, or a certificate that does not verify (ssl.SSLError)
             raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
         try:
-            etcd = await Etcd.connect_cluster(endpoints, timeout_s=timeout_s, tls_ca=tls_ca)
+            etcd = await Etcd.connect_cluster(
+                endpoints, timeout_s=timeout_s, tls_ca=tls_ca, credentials=etcd_credentials
+            )
+        except EtcdAuthError as exc:
+            await nc.close()
+            raise LaharError(f"etcd at {etcd_endpoint} refused the credentials: {exc}") from exc
         except (OSError, EtcdError) as exc:
             await nc.close()
             raise Unreachable(f"cannot reach etcd at {etcd_endpoint}: {exc}") from exc

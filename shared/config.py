@@ -46,6 +46,8 @@ class ServiceConfig:
     nats_creds: str = ""  # the service's credentials file (an nkey seed); empty: the server is open
     tls_ca: str = ""  # the CA file NATS's and etcd's certificates must chain to; empty: both plain TCP
     etcd_endpoint: str = "127.0.0.1:2379"
+    etcd_user: str = ""  # the service's etcd user; empty: etcd without authentication
+    etcd_password_file: str = ""  # that user's password (the file's first line)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0  # 0: pick a free port (logged at start)
     log_level: str = "info"
@@ -71,6 +73,13 @@ class ServiceConfig:
             problems.append(f"etcd_endpoint: {exc}")
         if self.tls_ca and not Path(self.tls_ca).is_file():
             problems.append(f"tls_ca: no such file {self.tls_ca!r}")
+        if bool(self.etcd_user) != bool(self.etcd_password_file):
+            missing = "etcd_password_file" if self.etcd_user else "etcd_user"
+            problems.append(
+                f"{missing}: required with {'etcd_user' if self.etcd_user else 'etcd_password_file'}"
+            )
+        if self.etcd_password_file and not Path(self.etcd_password_file).is_file():
+            problems.append(f"etcd_password_file: no such file {self.etcd_password_file!r}")
         return problems
 
     @property

@@ -24,6 +24,7 @@ from shared.backoff import retry_while_unavailable
 from shared.bus.jetstream import Bus
 from shared.config import ConfigError, ServiceConfig, load_config
 from shared.store.etcd import Etcd, EtcdUnavailable
+from shared.store.etcd_auth import EtcdAuthError, EtcdCredentials
 from shared.telemetry.logs import setup_logging
 from shared.telemetry.metrics import MetricsServer, default_registry
 from shared.telemetry.tracing import setup_tracing
@@ -144,9 +145,17 @@ async def connect_etcd(config: ServiceConfig, stack: contextlib.AsyncExitStack) 
     While no member answers (etcd is down or restarting), it waits and tries again: a service started
     during an outage comes up once etcd does, instead of exiting and being restarted over and over."""
 
+    credentials = (
+        EtcdCredentials.from_file(config.etcd_user, config.etcd_password_file) if config.etcd_user else None
+    )
+
     async def first_answering() -> Etcd:
         try:
-            return await Etcd.connect_cluster(config.etcd_endpoints, tls_ca=config.tls_ca or None)
+            return await Etcd.connect_cluster(
+                config.etcd_endpoints, tls_ca=config.tls_ca or None, credentials=credentials
+            )
+        except EtcdAuthError:
+            raise  # a wrong user or password does not come right by waiting
         except Exception as exc:
             raise EtcdUnavailable(f"no etcd endpoint of {config.etcd_endpoint!r} answered: {exc}") from exc
 

@@ -3,7 +3,9 @@
 They find the cluster from `stack.json` in the lahar home (`lahar up`), unless --nats-url and
 --etcd-endpoint (or $LAHAR_NATS_URL and $LAHAR_ETCD_ENDPOINT) name one, and connect to NATS with --creds
 (or $LAHAR_CREDS), by default the local stack's operator credentials (<home>/creds/admin.nk, written by
-`lahar up` and named in stack.json), verifying NATS's and etcd's certificates with --tls-ca (or
+`lahar up` and named in stack.json), authenticating with etcd as --etcd-user (default admin) with
+--etcd-password-file (or $LAHAR_ETCD_USER, $LAHAR_ETCD_PASSWORD_FILE), by default the local stack's
+(<home>/creds/admin.etcd), verifying NATS's and etcd's certificates with --tls-ca (or
 $LAHAR_TLS_CA), by default the local stack's CA (<home>/tls/ca.pem). Writes go to admission, reads
 come from the read model, `events` from the event log and `logs` from the pod's node agent.
 """
@@ -53,6 +55,16 @@ def add_connection(parser: argparse.ArgumentParser) -> None:
         help="CA file NATS's and etcd's certificates chain to (default $LAHAR_TLS_CA, else the local "
         "stack's, when it runs with TLS)",
     )
+    group.add_argument(
+        "--etcd-user", default=os.environ.get("LAHAR_ETCD_USER"), help="etcd user (default admin)"
+    )
+    group.add_argument(
+        "--etcd-password-file",
+        default=os.environ.get("LAHAR_ETCD_PASSWORD_FILE"),
+        metavar="FILE",
+        help="the etcd user's password file (default $LAHAR_ETCD_PASSWORD_FILE, else the local stack's "
+        "admin password, when etcd runs with authentication)",
+    )
     group.add_argument("--home", help="the stack's state directory (default $LAHAR_HOME or ~/.lahar)")
 
 
@@ -87,6 +99,15 @@ def credentials(args: argparse.Namespace) -> str | None:
     return state.admin_creds or None if state is not None else None
 
 
+def etcd_password_file(args: argparse.Namespace) -> str | None:
+    """--etcd-password-file or $LAHAR_ETCD_PASSWORD_FILE, else the admin's etcd password of the stack
+    running from the home (none when its etcd runs without authentication, or no stack runs there)."""
+    if args.etcd_password_file:
+        return str(args.etcd_password_file)
+    state = StackState.read(lahar_home(args.home))
+    return state.admin_etcd_password or None if state is not None else None
+
+
 def tls_ca(args: argparse.Namespace) -> str | None:
     """--tls-ca or $LAHAR_TLS_CA, else the CA of the stack running from the home (none when it runs
     without TLS, or no stack runs there)."""
@@ -102,7 +123,12 @@ def run(args: argparse.Namespace, body: Body) -> int:
     async def main() -> int:
         nats_url, etcd_endpoint = endpoints(args)
         async with await LaharClient.connect(
-            nats_url, etcd_endpoint, creds=credentials(args), tls_ca=tls_ca(args)
+            nats_url,
+            etcd_endpoint,
+            creds=credentials(args),
+            tls_ca=tls_ca(args),
+            etcd_user=args.etcd_user,
+            etcd_password_file=etcd_password_file(args),
         ) as client:
             return await body(client)
 

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument(
         "--no-auth",
         action="store_true",
-        help="run the bus without authentication and NATS and etcd without TLS, open to anyone who "
+        help="run the bus and etcd without authentication and NATS and etcd without TLS, open to anyone who "
         "reaches them (debugging, measuring)",
     )
     up.add_argument(
@@ -77,6 +77,8 @@ def describe(state: StackState) -> str:
     lines = [f"nats      {state.nats_url}", f"etcd      {etcd}"]
     if state.admin_creds:
         lines.append(f"creds     {state.admin_creds} (admin; the CLI's default)")
+    if state.admin_etcd_password:
+        lines.append(f"etcd user admin, password {state.admin_etcd_password} (the CLI's default)")
     if state.tls_ca:
         lines.append(f"tls ca    {state.tls_ca} (the CLI's default)")
     for service in state.services:
@@ -209,6 +211,7 @@ def run_status(args: argparse.Namespace) -> int:
             "nats_url": state.nats_url,
             "etcd_endpoint": state.etcd_endpoint,
             "admin_creds": state.admin_creds,
+            "admin_etcd_password": state.admin_etcd_password,
             "tls_ca": state.tls_ca,
             "processes": rows,
         }

@@ -18,11 +18,11 @@ import structlog
 
 from shared.ring import Ring
 from shared.store.etcd import Etcd, EtcdError
-from shared.store.membership import Membership, Registration
+from shared.store.membership import SCHEDULER_GROUP, Membership, Registration
 
 log = structlog.get_logger(__name__)
 
-GROUP = "scheduler"
+GROUP = SCHEDULER_GROUP
 _RETRY_S = 0.5
 
 

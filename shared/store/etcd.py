@@ -9,6 +9,12 @@ fails with EtcdUnavailable as before, and the caller's retry goes to the next me
 the next member from the revision after the last one delivered (revisions are the cluster's, not a
 member's). One channel per member rather than one balanced channel: a gRPC target naming several
 addresses takes IP addresses only, and the members of a multi-host cluster are named by host.
+
+Given credentials, it authenticates with each member before its first call, sends the token with every
+call, lease keepalive and watch, and authenticates again (once per call) when etcd refuses the token
+(shared/store/etcd_auth.py). Every watch has a gRPC stream of its own, opened with the token current
+then: etcd checks the token of a stream when a watch is created on it, so watches sharing a stream
+opened with a token that has since expired would be refused (and aetcd does not report that refusal).
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from typing import Any
 import aetcd
 import grpc
 import structlog
-from aetcd import rpc
+from aetcd import rpc, watcher
 
+from shared.store.etcd_auth import EtcdCredentials, authenticate, token_refused
 from shared.store.etcd_channel import etcd_client
 from shared.store.etcd_ops import (
+    REVISION_PROBE_KEY,
     Compare,
     Delete,
     Get,
@@ -126,11 +134,19 @@ class Etcd:
     """A connection to an etcd cluster: to one member at a time, moving on when it is unavailable."""
 
     def __init__(
-        self, clients: Sequence[aetcd.Client], endpoints: Sequence[str], *, timeout_s: float
+        self,
+        clients: Sequence[aetcd.Client],
+        endpoints: Sequence[str],
+        *,
+        timeout_s: float,
+        credentials: EtcdCredentials | None = None,
     ) -> None:
         if not clients or len(clients) != len(endpoints):
             raise ValueError("one client per endpoint, at least one")
         self._clients = list(clients)
+        self.credentials = credentials  # None: etcd without authentication
+        self._tokens: list[str | None] = [None] * len(clients)  # per member: the token sent to it
+        self._auth_locks = [asyncio.Lock() for _ in clients]
         self.endpoints = list(endpoints)
         self._member = 0  # the index of the member calls go to
         self.timeout_s = timeout_s
@@ -138,25 +154,45 @@ class Etcd:
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, *, timeout_s: float = 5.0, tls_ca: str | None = None
+        cls,
+        host: str,
+        port: int,
+        *,
+        timeout_s: float = 5.0,
+        tls_ca: str | None = None,
+        credentials: EtcdCredentials | None = None,
     ) -> Etcd:
         """Open a channel and wait until etcd answers (up to timeout_s)."""
-        return await cls.connect_cluster([(host, port)], timeout_s=timeout_s, tls_ca=tls_ca)
+        return await cls.connect_cluster(
+            [(host, port)], timeout_s=timeout_s, tls_ca=tls_ca, credentials=credentials
+        )
 
     @classmethod
     async def connect_cluster(
-        cls, endpoints: Sequence[tuple[str, int]], *, timeout_s: float = 5.0, tls_ca: str | None = None
+        cls,
+        endpoints: Sequence[tuple[str, int]],
+        *,
+        timeout_s: float = 5.0,
+        tls_ca: str | None = None,
+        credentials: EtcdCredentials | None = None,
     ) -> Etcd:
         """Open a channel to every member and wait until one answers (trying each in turn, up to
         timeout_s); calls then go to that member until it is unavailable. tls_ca: the CA file whose
-        certificates the members must present (TLS, shared/store/etcd_channel.py); None: plain."""
+        certificates the members must present (TLS, shared/store/etcd_channel.py); None: plain.
+        credentials: the user to authenticate as (EtcdAuthError, at the first call, when refused); None:
+        no authentication."""
         clients = [
             etcd_client(host, port, timeout_s=timeout_s, options=_CHANNEL_OPTIONS, tls_ca=tls_ca)
             for host, port in endpoints
         ]
         for client in clients:
             await client.connect()  # only creates the channel: nothing is sent before the first call
-        etcd = cls(clients, [f"{host}:{port}" for host, port in endpoints], timeout_s=timeout_s)
+        etcd = cls(
+            clients,
+            [f"{host}:{port}" for host, port in endpoints],
+            timeout_s=timeout_s,
+            credentials=credentials,
+        )
         try:
             await etcd.wait_ready(timeout_s)
         except BaseException:
@@ -200,19 +236,47 @@ class Etcd:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
+    async def _metadata(self, member: int, refused: str | None = None) -> tuple[tuple[str, str], ...] | None:
+        """The token metadata for calls to member (authenticating first when it has none, or when the
+        token `refused` is still the current one); None without credentials."""
+        if self.credentials is None:
+            return None
+        if self._tokens[member] is None or self._tokens[member] == refused:
+            async with self._auth_locks[member]:  # concurrent calls refused together authenticate once
+                if self._tokens[member] is None or self._tokens[member] == refused:
+                    channel = self._clients[member].channel
+                    try:
+                        self._tokens[member] = await authenticate(channel, self.credentials, self.timeout_s)
+                    except grpc.aio.AioRpcError as exc:
+                        self._unavailable(member, exc)
+                        raise _translate(exc, "authenticate") from exc
+        return (("token", str(self._tokens[member])),)
+
     async def _call(self, what: str, method: Callable[[aetcd.Client], Any], request: Any) -> Any:
-        """One unary call to the current member: method picks the stub's method from its client."""
+        """One unary call to the current member: method picks the stub's method from its client. A call
+        whose token is refused is made once more with a new token."""
         member = self._member
-        try:
-            return await method(self._clients[member])(request, timeout=self.timeout_s)
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() in _MOVES_TO_NEXT_MEMBER:
-                self._unavailable(member, exc)
-            raise _translate(exc, what) from exc
+        refused: str | None = None
+        for attempt in range(2):
+            metadata = await self._metadata(member, refused)
+            try:
+                return await method(self._clients[member])(request, timeout=self.timeout_s, metadata=metadata)
+            except grpc.aio.AioRpcError as exc:
+                if attempt == 0 and metadata is not None and token_refused(exc):
+                    refused = metadata[0][1]
+                    continue
+                if exc.code() in _MOVES_TO_NEXT_MEMBER:
+                    self._unavailable(member, exc)
+                raise _translate(exc, what) from exc
+        raise AssertionError("unreachable")  # the second attempt returns or raises
+
+    async def auth(self, method: str, request: Any) -> Any:
+        """One call of etcd's Auth API (users, roles, enabling authentication) as this client's user."""
+        return await self._call(f"auth {method}", lambda c: getattr(rpc.AuthStub(c.channel), method), request)
 
     async def revision(self) -> int:
         resp = await self._call(
-            "revision", lambda c: c.kvstub.Range, rpc.RangeRequest(key=b"\0", count_only=True)
+            "revision", lambda c: c.kvstub.Range, rpc.RangeRequest(key=REVISION_PROBE_KEY, count_only=True)
         )
         return int(resp.header.revision)
 
@@ -281,14 +345,18 @@ class Etcd:
     async def refresh(self, lease_id: int) -> int:
         """Renew the lease once; returns its TTL in seconds. Raises LeaseNotFound once it expired."""
         member = self._member
+        metadata = await self._metadata(member)
         try:
             async for reply in self._clients[member].leasestub.LeaseKeepAlive(
-                iter([rpc.LeaseKeepAliveRequest(ID=lease_id)]), timeout=self.timeout_s
+                iter([rpc.LeaseKeepAliveRequest(ID=lease_id)]), timeout=self.timeout_s, metadata=metadata
             ):
                 if reply.TTL <= 0:
                     raise LeaseNotFound(f"lease {lease_id:x} expired")
                 return int(reply.TTL)
         except grpc.aio.AioRpcError as exc:
+            if metadata is not None and token_refused(exc):
+                self._tokens[member] = None  # the next call authenticates again; this one's caller retries
+                raise EtcdUnavailable(f"lease keepalive: token refused ({exc.details()})") from exc
             if exc.code() in _MOVES_TO_NEXT_MEMBER:
                 self._unavailable(member, exc)
             raise _translate(exc, "lease keepalive") from exc
@@ -309,13 +377,24 @@ class Etcd:
         next_rev = start_revision if start_revision is not None else await self.revision() + 1
         delay = 0.05
         while not self._closed:
-            watch = None
+            stream = None
             member = self._member
             try:
-                watch = await self._clients[member].watch(
-                    raw_prefix, range_end=prefix_end(raw_prefix), start_revision=next_rev
+                if self.credentials is not None:
+                    await self.revision()  # renews the token first if it expired: the stream carries it
+                    member = self._member
+                stream = watcher.Watcher(
+                    rpc.WatchStub(self._clients[member].channel),
+                    timeout=self.timeout_s,
+                    metadata=await self._metadata(member),
                 )
-                async for event in watch:
+                events: asyncio.Queue[Any] = asyncio.Queue()
+                await stream.add_callback(
+                    raw_prefix, events.put, range_end=prefix_end(raw_prefix), start_revision=next_rev
+                )
+                while (event := await events.get()) is not None:  # None: the stream was shut down
+                    if isinstance(event, Exception):
+                        raise event
                     delay = 0.05
                     kv = event.kv
                     yield WatchEvent(
@@ -332,12 +411,12 @@ class Etcd:
                 reason = "watch stream ended"
             except aetcd.RevisionCompactedError as exc:
                 raise WatchCompacted(exc.compacted_revision) from exc
-            except (aetcd.ClientError, grpc.RpcError) as exc:
+            except (aetcd.ClientError, grpc.RpcError, EtcdUnavailable) as exc:
                 reason = repr(exc)
                 self._unavailable(member, exc)  # resumed on the next member
             finally:
-                if watch is not None:
-                    await watch.cancel()
+                if stream is not None:
+                    await stream.shutdown()
             if self._closed:
                 return
             log.info(

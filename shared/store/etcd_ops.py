@@ -9,6 +9,9 @@ from typing import Any, Literal
 from aetcd import rpc
 
 Key = str | bytes
+# The key read (count only) to learn the cluster's revision: a Range needs a key, and with etcd
+# authentication every role may read this one key and nothing else outside its own ranges.
+REVISION_PROBE_KEY = b"\0"
 
 
 def as_key(key: Key) -> bytes:

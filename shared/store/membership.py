@@ -10,10 +10,12 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
+from contracts.events import SCHEDULER
 from shared.store.etcd import Etcd
 from shared.store.lease import KeptLease
 
 MEMBERS_PREFIX = "/lahar/members/"
+SCHEDULER_GROUP = SCHEDULER  # the scheduler replicas' hash ring (services/scheduler/ownership.py)
 
 
 class Registration:

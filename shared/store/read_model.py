@@ -53,6 +53,12 @@ def _token(value: str) -> str:
     return value if _UNQUOTED.fullmatch(value) else quote(value, safe="")
 
 
+def scope(kind: str, namespace: str | None = None, *, prefix: str = OBJECTS_PREFIX) -> bytes:
+    """The key prefix of every object of a kind, or of a kind in one namespace."""
+    head = prefix + f"{_token(kind)}/"
+    return (head if namespace is None else head + f"{_token(namespace)}/").encode()
+
+
 @dataclass(frozen=True, slots=True)
 class StoredObject:
     kind: str
@@ -131,14 +137,12 @@ class ReadModel:
     async def list(self, kind: str, namespace: str | None = None) -> tuple[list[StoredObject], int]:
         """Live objects of a kind (in one namespace, or all), and the etcd revision they were read at; a
         writer with `stored` learns every key of the kind (tombstones too) on the way."""
-        scope = self.prefix + f"{_token(kind)}/".encode()
-        if namespace is not None:
-            scope += f"{_token(namespace)}/".encode()
-        kvs, revision = await self.etcd.get_prefix(scope)
+        kind_scope = scope(kind, namespace, prefix=self.prefix.decode())
+        kvs, revision = await self.etcd.get_prefix(kind_scope)
         decoded = [(kv, _decode(kv.key, kv.value, self.prefix)) for kv in kvs]
         if self.stored is not None:
             self.stored.keys.update((kv.key, (seq, kv.mod_revision)) for kv, (seq, _) in decoded)
-            self.stored.kinds.add(scope)
+            self.stored.kinds.add(kind_scope)
         return [obj for _, (_, obj) in decoded if obj is not None], revision
 
     async def put(

@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from services.cli.bench_e2e.stack import BenchStack
-from services.cli.stack.layout import StackState
+from services.cli.stack.etcd_users import ROOT_PASSWORD_FILE
+from services.cli.stack.layout import CREDS_DIR, StackState
 from services.cli.stack.supervisor import service_health
+from shared.security.etcd_roles import ROOT
 from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd
+from shared.store.etcd_auth import EtcdCredentials
 
 _RESTART_TIMEOUT_S = 300.0
 
@@ -56,7 +59,10 @@ async def replay_rates(stack: BenchStack, say: Callable[[str], None]) -> dict[st
     state = stack.state
     assert state is not None
     host, _, port = state.etcd_endpoint.rpartition(":")
-    etcd = await Etcd.connect(host, int(port), tls_ca=state.tls_ca or None)
+    # deleting every service's checkpoint is no service's right: the stack's etcd root does it
+    root_file = stack.home / CREDS_DIR / ROOT_PASSWORD_FILE
+    root = EtcdCredentials.from_file(ROOT, root_file) if state.admin_etcd_password else None
+    etcd = await Etcd.connect(host, int(port), tls_ca=state.tls_ca or None, credentials=root)
     rates: dict[str, dict[str, float]] = {}
     try:
         # the supervisor rewrites the state as it restarts services: their pids as of now

@@ -49,8 +49,17 @@ class ServiceSpec:
     identity: Identity | None = None  # its user on the bus (shared/security/permissions.py)
 
     def command(
-        self, nats_url: str, etcd: str, metrics_port: int, *, creds: str = "", extra: tuple[str, ...] = ()
+        self,
+        nats_url: str,
+        etcd: str,
+        metrics_port: int,
+        *,
+        creds: str = "",
+        etcd_password_file: str = "",
+        extra: tuple[str, ...] = (),
     ) -> list[str]:
+        # its etcd user has the process's name, like its user on the bus (services/cli/stack/etcd_users.py)
+        etcd_auth = ("--etcd-user", self.name, "--etcd-password-file", etcd_password_file)
         return [
             sys.executable,
             "-m",
@@ -62,6 +71,7 @@ class ServiceSpec:
             "--metrics-port",
             str(metrics_port),
             *(("--nats-creds", creds) if creds else ()),
+            *(etcd_auth if etcd_password_file else ()),
             *self.args,
             *extra,
         ]
@@ -102,6 +112,7 @@ class StackState:
     nats_url: str = ""  # every NATS server's URL, comma-separated
     etcd_endpoint: str = ""  # every etcd member's host:port, comma-separated
     admin_creds: str = ""  # the operator's credentials file; empty: NATS runs without authentication
+    admin_etcd_password: str = ""  # the operator's etcd password file; empty: etcd without authentication
     tls_ca: str = ""  # the CA file NATS's and etcd's certificates chain to; empty: both plain TCP
     servers: list[RunningServer] = field(default_factory=list)
     services: list[RunningService] = field(default_factory=list)

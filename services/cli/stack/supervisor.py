@@ -32,6 +32,7 @@ from typing import Any
 
 from contracts.events import ADMISSION, NODE_AGENT, SCHEDULER
 from services.cli.stack.backoff import restart_delay
+from services.cli.stack.etcd_users import StackEtcdUsers, open_stack_etcd, provision_stack_etcd
 from services.cli.stack.identities import SIM_AGENT, StackCredentials, issue_credentials
 from services.cli.stack.layout import RESTARTING, RUNNING, STARTING, RunningService, ServiceSpec, StackState
 from services.cli.stack.readiness import waiting_for
@@ -158,6 +159,7 @@ class Supervisor:
         self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
         self.credentials: StackCredentials | None = None
+        self.etcd_users: StackEtcdUsers | None = None
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -245,6 +247,15 @@ class Supervisor:
         )
         self.state.nats_url = servers.nats_url
         self.state.etcd_endpoint = servers.etcd_endpoint
+        # etcd's users and roles (docs/security.md): once, on the cluster, before any service starts
+        etcd_endpoints = [server.endpoint for server in servers.etcd]
+        if self.secure:
+            self.etcd_users = await provision_stack_etcd(
+                self.home, self.specs, etcd_endpoints, servers.tls_ca or None
+            )
+            self.state.admin_etcd_password = str(self.etcd_users.admin)
+        else:
+            await open_stack_etcd(self.home, etcd_endpoints, servers.tls_ca or None)
         self.state.servers = [record_of(server) for server in servers.all]
         self.state.write(self.home)
         logs = self.home / "logs"
@@ -286,7 +297,15 @@ class Supervisor:
         log_path = logs / f"{spec.name}.log"
         creds = self.credentials.of(spec.name) if self.credentials is not None else ""
         extra = self.servers.service_args() if self.servers is not None else ()
-        command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds=creds, extra=extra)
+        etcd_password = self.etcd_users.of(spec.name) if self.etcd_users is not None else ""
+        command = spec.command(
+            self.state.nats_url,
+            self.state.etcd_endpoint,
+            port,
+            creds=creds,
+            etcd_password_file=etcd_password,
+            extra=extra,
+        )
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True

@@ -13,14 +13,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contracts import codec, payloads
+from contracts.events import QUEUE_CONTROLLER
 from contracts.objects import ObjectMeta, Queue, QueueStatus
 from services.queue_controller.core.core import QueueControllerCore
 from services.queue_controller.core.fold import HANDLED_EVENTS
 from services.queue_controller.core.state import QueueRecord, State
 from shared.projected_core import ObjectKey, ProjectedState, Projection
 from shared.runner_types import Event
+from shared.store.read_model_kinds import KINDS_BY_WRITER
 
-KINDS: tuple[str, ...] = ("queue", "priorityclass", "hypernode")  # all cluster-scoped
+KINDS: tuple[str, ...] = KINDS_BY_WRITER[QUEUE_CONTROLLER]  # all cluster-scoped
 
 # the events whose subject object is stored as applied, by subject kind
 _APPLIED = {"PriorityClassApplied": "priorityclass", "HyperNodeApplied": "hypernode"}
