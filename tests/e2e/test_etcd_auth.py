@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import stat
+from pathlib import Path
 
 import grpc
 import pytest
 from aetcd import rpc
-from e2e.conftest import Stack
+from e2e.conftest import Stack, start_stack, stop_stack
 
 from services.cli.stack.etcd_users import ROOT_PASSWORD_FILE, etcd_password_path
 from shared.security.etcd_roles import ROOT
 from shared.security.tls import read_ca
 from shared.store.etcd import Etcd, EtcdError
-from shared.store.etcd_auth import EtcdCredentials
+from shared.store.etcd_auth import EtcdAuthError, EtcdCredentials
 from shared.store.etcd_provision import auth_enabled
 
 pytestmark = pytest.mark.timeout(300)
@@ -105,3 +106,39 @@ def test_a_job_runs_to_completion_with_etcd_authentication_on(stack: Stack) -> N
     assert waited.returncode == 0, waited.stdout + waited.stderr
     got = stack.lahar("get", "pods", "-n", "default")
     assert got.returncode == 0 and "gang-demo" in got.stdout, got.stdout + got.stderr
+
+
+async def test_lahar_up_again_over_the_same_home_rotates_the_passwords(tmp_path: Path) -> None:
+    """etcd keeps its users in its data directory: a second `lahar up` finds authentication on, provisions
+    as root with the kept password, and gives every user a new one; `--no-auth` then opens etcd again."""
+    home = tmp_path
+    first = start_stack(home)
+    try:
+        old_admin = (home / "creds" / "admin.etcd").read_text()
+    finally:
+        stop_stack(first.supervisor)
+    second = start_stack(home)  # ready: every service authenticated with its new password
+    try:
+        host, port = _endpoint(second)
+        with pytest.raises(EtcdAuthError):
+            await Etcd.connect(
+                host,
+                port,
+                tls_ca=second.state.tls_ca,
+                credentials=EtcdCredentials("admin", old_admin.strip()),
+            )
+        admin = await _as(second, "admin")
+        await admin.close()
+    finally:
+        stop_stack(second.supervisor)
+    opened = start_stack(home, "--no-auth")
+    try:
+        host, port = _endpoint(opened)
+        plain = await Etcd.connect(host, port)  # no TLS, no user: open, as before
+        try:
+            nodes, _ = await plain.get_prefix(b"/lahar/objects/node/")
+            assert nodes
+        finally:
+            await plain.close()
+    finally:
+        stop_stack(opened.supervisor)

@@ -20,6 +20,7 @@ from shared.security.credentials import read_credentials
 from shared.security.tls import client_context, new_ca, write_pair
 from shared.servers import http_ok
 from shared.store.etcd import Etcd, EtcdUnavailable
+from shared.store.etcd_auth import EtcdCredentials
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -85,7 +86,8 @@ async def test_an_etcd_client_without_tls_gets_nothing_and_one_with_the_ca_reads
     host, port = host_port(stack.state.etcd_endpoint)
     with pytest.raises(EtcdUnavailable):
         await Etcd.connect(host, port, timeout_s=2.0)
-    etcd = await Etcd.connect(host, port, tls_ca=stack.state.tls_ca)
+    admin = EtcdCredentials.from_file("admin", stack.state.admin_etcd_password)  # etcd authenticates too
+    etcd = await Etcd.connect(host, port, tls_ca=stack.state.tls_ca, credentials=admin)
     try:
         nodes, _ = await etcd.get_prefix("/lahar/objects/node/")
         assert nodes, "the read model lists the stack's nodes"
