@@ -20,11 +20,11 @@ from contracts.codec import decode_object, encode_object
 from contracts.events import BINDER
 from contracts.objects import Node
 from contracts.payloads import decode_as
+from contracts.read_model_kinds import KINDS_BY_WRITER
 from shared.runner_types import Event
 from shared.store.election import Fence, FencedOut
 from shared.store.etcd import Etcd, EtcdError
 from shared.store.read_model import ReadModel, Stored, Write
-from shared.store.read_model_kinds import KINDS_BY_WRITER
 
 log = structlog.get_logger(__name__)
 

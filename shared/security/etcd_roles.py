@@ -4,7 +4,7 @@ touch its own keys and nothing else (docs/security.md, "etcd").
 
 A service role may read and write (readwrite) its checkpoint under ``/lahar/checkpoints/<producer>/``;
 an elected service (every read-model writer) also its election key and the read-model kinds it owns
-(shared/store/read_model_kinds.py); a scheduler replica reads the ring's members and writes its own
+(contracts/read_model_kinds.py); a scheduler replica reads the ring's members and writes its own
 registration. Every role may read the one key whose count gives the cluster's revision
 (REVISION_PROBE_KEY). ``admin`` (the operator's CLI, Python client and benchmarks) reads the read model
 and writes nothing; a tenant reads its namespaces' objects and the cluster-scoped kinds it needs.
@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from contracts.events import SCHEDULER
+from contracts.read_model_kinds import KINDS_BY_WRITER
 from shared.client_reads import API_KINDS, NAMESPACED
 from shared.security.permissions import ADMIN, SERVICE_ROLES, Identity
 from shared.store.checkpoint import CHECKPOINT_PREFIX
@@ -27,7 +28,6 @@ from shared.store.election import ELECTION_PREFIX
 from shared.store.etcd_ops import REVISION_PROBE_KEY, prefix_end
 from shared.store.membership import MEMBERS_PREFIX, SCHEDULER_GROUP
 from shared.store.read_model import OBJECTS_PREFIX, scope
-from shared.store.read_model_kinds import KINDS_BY_WRITER
 
 ROOT = "root"  # etcd's superuser (it must exist, with the role of the same name, to enable auth)
 # what a tenant sees beyond its namespaces: the queues it submits to and the nodes its pods run on

@@ -15,13 +15,13 @@ from typing import Any
 from contracts import codec, payloads
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import PodGroupCondition, PodStatus
+from contracts.read_model_kinds import KINDS_BY_WRITER
 from services.job_controller.core import pod_lifecycle, render
 from services.job_controller.core.core import JobControllerCore
 from services.job_controller.core.objects import podgroup_conditions
 from services.job_controller.core.state import JobRecord, PodRecord, State, job_namespace, pod_key
 from shared.projected_core import ObjectKey, ProjectedState, Projection
 from shared.runner_types import Event
-from shared.store.read_model_kinds import KINDS_BY_WRITER
 
 KINDS: tuple[str, ...] = KINDS_BY_WRITER[JOB_CONTROLLER]
 # events after which every object they change still exists: its details need no forgetting

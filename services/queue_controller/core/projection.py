@@ -15,12 +15,12 @@ from typing import Any
 from contracts import codec, payloads
 from contracts.events import QUEUE_CONTROLLER
 from contracts.objects import ObjectMeta, Queue, QueueStatus
+from contracts.read_model_kinds import KINDS_BY_WRITER
 from services.queue_controller.core.core import QueueControllerCore
 from services.queue_controller.core.fold import HANDLED_EVENTS
 from services.queue_controller.core.state import QueueRecord, State
 from shared.projected_core import ObjectKey, ProjectedState, Projection
 from shared.runner_types import Event
-from shared.store.read_model_kinds import KINDS_BY_WRITER
 
 KINDS: tuple[str, ...] = KINDS_BY_WRITER[QUEUE_CONTROLLER]  # all cluster-scoped
 

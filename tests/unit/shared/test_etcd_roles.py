@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import pytest
 
+from contracts.read_model_kinds import KINDS_BY_WRITER
 from services.cli.stack.identities import stack_identities
 from services.cli.stack.supervisor import service_specs
 from shared.security.etcd_roles import (
@@ -25,7 +26,6 @@ from shared.store.election import Election
 from shared.store.etcd_ops import REVISION_PROBE_KEY, prefix_end
 from shared.store.membership import SCHEDULER_GROUP, Membership
 from shared.store.read_model import OBJECTS_PREFIX, ReadModel, scope
-from shared.store.read_model_kinds import KINDS_BY_WRITER
 
 NO_ETCD = cast(Any, None)  # the key builders below never touch their client
 IDENTITIES = stack_identities(service_specs(Path("/nonexistent"), 3, "", 2, standbys=True))

@@ -1,7 +1,7 @@
 """Who writes which kinds of the read model: one writer per kind, each elected (a fenced single writer).
 
 The services project exactly these kinds, and their etcd roles may write only these
-(shared/security/etcd_roles.py). Plain data, so a service's functional core can import it.
+(shared/security/etcd_roles.py). Plain data in contracts/, so a service's functional core can import it.
 """
 
 from __future__ import annotations
