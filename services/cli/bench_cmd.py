@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e2e.add_argument(
         "--no-auth",
         action="store_true",
-        help="the bus without authentication and without TLS (what security costs)",
+        help="the bus and etcd without authentication and without TLS (what security costs)",
     )
     e2e.add_argument(
         "--no-tls", action="store_true", help="NATS and etcd without TLS, authentication on (what TLS costs)"

@@ -171,3 +171,17 @@ def test_etcd_endpoints_list_the_members_of_a_cluster_in_order() -> None:
     assert config.etcd_host_port == ("etcd-1", 2379)
     with pytest.raises(ValueError, match="expected host:port, got 'etcd-2'"):
         _ = load(["--etcd-endpoint", "etcd-1:2379,etcd-2"]).etcd_endpoints
+
+
+def test_etcd_credentials_come_together_from_flags_or_environment(tmp_path: Path) -> None:
+    password = tmp_path / "binder.etcd"
+    password.write_text("secret\n")
+    env = {"LAHAR_ETCD_USER": "binder", "LAHAR_ETCD_PASSWORD_FILE": str(password)}
+    config = load_config(ServiceConfig, [], env=env)
+    assert (config.etcd_user, config.etcd_password_file) == ("binder", str(password))
+    with pytest.raises(ConfigError) as only_user:
+        load_config(ServiceConfig, ["--etcd-user", "binder"], env={})
+    assert "etcd_password_file: required with etcd_user" in str(only_user.value)
+    with pytest.raises(ConfigError) as missing:
+        load_config(ServiceConfig, ["--etcd-password-file", str(tmp_path / "none")], env={})
+    assert "etcd_user: required" in str(missing.value) and "no such file" in str(missing.value)
