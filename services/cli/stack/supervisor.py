@@ -3,10 +3,9 @@
 It makes the bus's credentials first (identities.py: an nkey per service process, the operator's admin,
 the provisioner; `--no-auth` leaves the bus open) and a CA with the servers' certificates (stack_tls.py;
 `--no-tls` or `--no-auth`: plain TCP), starts nats-server with their permissions and creates the streams
-as the provisioner, then gives etcd a user per service process with a role limited to its own keys
-(etcd_users.py; `--no-auth` leaves etcd open too). It starts the servers and services in dependency
-order on free loopback ports, waits until each reports healthy and then until the stack can bind on
-every node (readiness.py), and records the stack in `stack.json`. Whatever exits
+as the provisioner. It starts the servers and services in dependency order on free loopback
+ports, waits until each reports healthy and then until
+the stack can bind on every node (readiness.py), and records the stack in `stack.json`. Whatever exits
 while the stack is meant to run is reaped and started again, after a backoff (backoff.py): a service on
 the same metrics port while that is free (it resumes from its checkpoint and the log), nats-server and
 etcd on the same ports and data directories (server_keeper.py). stack.json says what it is doing about
@@ -248,7 +247,8 @@ class Supervisor:
         )
         self.state.nats_url = servers.nats_url
         self.state.etcd_endpoint = servers.etcd_endpoint
-        # etcd's users and roles (docs/security.md): once, on the cluster, before any service starts
+        # etcd's users, a role each limited to its own keys (etcd_users.py, docs/security.md): once, on
+        # the cluster, before any service starts; --no-auth turns etcd's authentication off again
         etcd_endpoints = [server.endpoint for server in servers.etcd]
         if self.secure:
             self.etcd_users = await provision_stack_etcd(
