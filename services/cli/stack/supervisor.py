@@ -156,10 +156,10 @@ class Supervisor:
         self.state = StackState(supervisor_pid=os.getpid(), home=str(home), ha=ha)
         self.servers: StackServers | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
+        self.etcd_users: StackEtcdUsers | None = None  # every service's etcd password file
         self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
         self.credentials: StackCredentials | None = None
-        self.etcd_users: StackEtcdUsers | None = None
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
