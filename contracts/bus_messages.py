@@ -263,7 +263,7 @@ class LogsError(Message, frozen=True, kw_only=True):
 
 
 QuarantineReason = Literal["not_an_event", "invalid_payload", "wrong_object", "apply_error", "touched_error"]
-DeadLetterReason = Literal["undecodable", "handling_failed", "retries_exhausted"]
+DeadLetterReason = Literal["undecodable", "handling_failed", "retries_exhausted", "forbidden"]
 
 
 class QuarantineRecord(Message, frozen=True, kw_only=True):
@@ -320,7 +320,9 @@ class DeadLetter(Message, frozen=True, kw_only=True):
         msgspec.Meta(
             description=(
                 "undecodable: it is not the message its stream carries; handling_failed: handling it "
-                "raised on every try; retries_exhausted: a transient failure outlasted every redelivery"
+                "raised on every try; retries_exhausted: a transient failure outlasted every redelivery; "
+                "forbidden: its publisher may not make that request (an intake manifest outside its "
+                "tenant's namespaces or queues; nothing was written to the log)"
             )
         ),
     ]

@@ -155,6 +155,18 @@ class ManifestRejected(Payload, frozen=True, kw_only=True):
     source: str
 
 
+class TenantApplied(Payload, frozen=True, kw_only=True):
+    """A tenant as the operator registered it: who it is on the bus, where it may write."""
+
+    name: Annotated[str, _about("the tenant's name (its intake subjects' last token)")]
+    public_keys: Annotated[
+        tuple[str, ...],
+        _about("the nkey public keys (U...) of its users; a request from one is the tenant's"),
+    ]
+    namespaces: Annotated[tuple[str, ...], _about("the namespaces it may create, change and delete in")]
+    queues: Annotated[tuple[str, ...] | None, _about("the queues it may submit to; null: every queue")] = None
+
+
 # --- job-controller --------------------------------------------------------------------------------
 
 

@@ -27,9 +27,11 @@ from opentelemetry.trace import Tracer
 from contracts.limits import MAX_MANIFEST_BYTES, MAX_PODS_PER_JOB, MAX_PODS_PER_REQUEST
 from services.admission.api import ApiServer
 from services.admission.context_core import AdmissionViewCore, Plan, View, Write, plan, plan_in
+from services.admission.core.authorize import Forbidden
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import Request
 from services.admission.core.pod_caps import PodCaps
+from services.admission.core.tenants import TENANT_KIND, TenantChange
 from services.admission.intake import UNWRITABLE, Conflict, IntakeConsumer, Unavailable
 from services.admission.job_secrets import jobs_needing_keys, with_key_pairs
 from services.admission.keygen import KEYGEN, KeyGenerationError, generate_key_pair
@@ -59,6 +61,9 @@ class AdmissionConfig(RunnerConfig):
     intake: bool = True  # consume LAHAR_INTAKE
     intake_batch: int = 32  # intake messages fetched at once
     ssh_keygen: str = KEYGEN  # makes the ssh plugin's key pairs (keygen.py)
+    # the operator's nkey public keys (`lahar up` passes its admin's): a request from one may do
+    # everything; none on an open bus, where every caller is the operator (core/authorize.py)
+    operator_keys: tuple[str, ...] = ()
 
     def problems(self) -> list[str]:
         problems = super().problems()
@@ -109,6 +114,9 @@ class AdmissionService(EventSourcedService[View]):
             producer=self.core.name,
             max_request_bytes=config.max_request_bytes,
             pod_caps=config.pod_caps,
+            submit_tenant=self.submit_tenant,
+            context=self.context,
+            operator_keys=frozenset(config.operator_keys),
         )
         self.api = ApiServer(port)
         self.intake = (
@@ -192,6 +200,40 @@ class AdmissionService(EventSourcedService[View]):
         await self.caught_up(seq, required=False)  # written: the answer does not depend on it
         return Submitted(decided, seq)
 
+    async def submit_tenant(
+        self, decide: Callable[[ClusterContext], TenantChange], request_id: str, *, dry_run: bool = False
+    ) -> tuple[TenantChange, int]:
+        """Decide a tenant registry request against the caught-up view and append its event, guarded
+        like every object admission writes (two replicas cannot both change one tenant)."""
+        async with self._lock:
+            await self.caught_up(await self.bus.last_seq(EVENTS_STREAM))
+            change = decide(self.context())
+            if change.errors or change.event is None or change.payload is None or dry_run:
+                return change, self.seq
+            producer = self.core.name
+            envelope = Envelope.create(
+                change.event,
+                time=self.clock(),
+                producer=producer,
+                correlation_id=f"{TENANT_KIND}/{change.name}",
+                payload=change.payload,
+                id=derived_event_id(request_id, 0),
+                causation_id=request_id,
+                **trace_fields(),
+            )
+            try:
+                ack = await self.bus.publish(
+                    envelope,
+                    event_subject(TENANT_KIND, None, change.name, change.event, producer),
+                    expected_last_subject_seq=self.state.subject_seq(TENANT_KIND, None, change.name),
+                    guard=guard_subject(TENANT_KIND, None, change.name, producer),
+                )
+            except ConcurrencyConflict as exc:
+                self.admission_metrics.conflicts.inc()
+                raise Conflict(f"{exc}; the tenant changed concurrently, retry") from exc
+            await self.caught_up(ack.seq, required=False)
+            return change, ack.seq
+
     async def submit_many(self, batch: Sequence[Submission]) -> list[Submitted | Exception]:
         """Decide and write independent submissions (an intake batch) with one catch-up and their writes
         in flight together. Each is decided against the view with the earlier accepted ones of the batch
@@ -218,9 +260,12 @@ class AdmissionService(EventSourcedService[View]):
         rest: list[int] = []
         for position, index in enumerate(pending):
             submission = batch[index]
-            outcome, after = plan_in(
-                context, submission.build(context), self.state, submission.request_id, self.clock()
-            )
+            try:
+                requests = submission.build(context)
+            except Forbidden as exc:  # its publisher may not: it writes nothing, the others go on
+                results[index] = exc
+                continue
+            outcome, after = plan_in(context, requests, self.state, submission.request_id, self.clock())
             objects = {(w.kind, w.namespace, w.name) for w in outcome.writes}
             if objects & written:
                 rest = pending[position:]
