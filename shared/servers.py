@@ -194,8 +194,12 @@ class _ServerProcess(ABC):
             stderr=subprocess.STDOUT,
             cwd=self.base_dir,
             start_new_session=True,
+            env=self._env(),
         )
         _live.add(self)
+
+    def _env(self) -> dict[str, str] | None:
+        return None  # the owner's
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
@@ -299,6 +303,9 @@ class _ServerProcess(ABC):
         self.stop()
 
 
+SERVER_NAME_ENV = "LAHAR_NATS_SERVER_NAME"  # nats-server's name, in its environment
+
+
 class NatsServer(_ServerProcess):
     """nats-server with JetStream (file store under the data dir) and the HTTP monitoring port."""
 
@@ -332,9 +339,17 @@ class NatsServer(_ServerProcess):
             "--store_dir",
             str(self.data_dir),
             "--server_name",
-            f"lahar-{self.port}",
+            self.server_name,
             *self.extra_args,
         ]
+
+    @property
+    def server_name(self) -> str:
+        return f"lahar-{self.port}"
+
+    def _env(self) -> dict[str, str]:
+        # a configuration file may name the server by it (a reload takes the name from the file only)
+        return {**os.environ, SERVER_NAME_ENV: self.server_name}
 
     @property
     def health_url(self) -> str:

@@ -11,28 +11,33 @@ cluster admits the same users.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from services.cli.stack.layout import CREDS_DIR, ServiceSpec, creds_path
-from shared.security.credentials import User, new_user, server_accounts, write_private
+from services.cli.stack.tenants import AUTH_CONF, TENANT_CREDS_PREFIX, save_stack_users, write_auth_conf
+from shared.security.credentials import User, new_user, read_credentials, write_private
 from shared.security.permissions import ADMIN, PROVISIONER, Identity
+from shared.server_cluster import NATS_CLUSTER_NAME
+from shared.servers import SERVER_NAME_ENV
 
 SIM_AGENT = "sim"  # the agent id of the stack's hollow nodes (the node agent's default sim prefix)
-AUTH_CONF = "auth.conf"
+
+
+SERVER_CONF = "server.conf"
 
 
 @dataclass(frozen=True, slots=True)
 class StackCredentials:
-    conf: Path  # the nats-server configuration file (the authorization block)
+    conf: Path  # the accounts block, which `lahar tenant add` rewrites (tenants.py)
     files: dict[str, Path]  # user -> credentials file
+    server_conf: Path  # what every nats-server loads: its name and the accounts block
 
     @property
     def server_args(self) -> tuple[str, ...]:
-        return ("--config", str(self.conf))
+        return ("--config", str(self.server_conf))
 
     @property
     def admin(self) -> Path:
@@ -41,6 +46,11 @@ class StackCredentials:
     def of(self, user: str) -> str:
         path = self.files.get(user)
         return "" if path is None else str(path)
+
+    @property
+    def operator_keys(self) -> tuple[str, ...]:
+        """The public keys admission treats as the operator's (the admin's)."""
+        return (read_credentials(self.admin).public_key,)
 
     @property
     def provisioner(self) -> str:
@@ -53,24 +63,34 @@ def stack_identities(specs: Sequence[ServiceSpec]) -> list[Identity]:
     return [*services, Identity(ADMIN, ADMIN), Identity(PROVISIONER, PROVISIONER)]
 
 
-def issue_credentials(home: Path, specs: Sequence[ServiceSpec]) -> StackCredentials:
+def server_conf(home: Path, *, ha: bool) -> Path:
+    """The file nats-server is started with. A reload (SIGHUP, after `lahar tenant add`) reads the server's
+    name and, in a cluster, the cluster's name from the file alone, not from the command line they were
+    started with: without them here it refuses to reload. Each server's name is in its environment."""
+    lines = [f"server_name: ${SERVER_NAME_ENV}"]
+    if ha:
+        lines.append(f"cluster {{ name: {NATS_CLUSTER_NAME} }}")
+    lines.append(f'include "{AUTH_CONF}"')
+    path = home / "nats" / SERVER_CONF
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def issue_credentials(home: Path, specs: Sequence[ServiceSpec], *, ha: bool = False) -> StackCredentials:
     """Fresh keys for every user of the stack, their seed files, and the server's configuration."""
     creds_dir = home / CREDS_DIR
     creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(creds_dir, 0o700)  # mkdir's mode is masked by the umask, and an older directory kept its own
     users: list[User] = [new_user(identity) for identity in stack_identities(specs)]
     for stale in creds_dir.glob("*.nk"):  # an earlier run's users (other replicas): their keys are void
-        stale.unlink()
+        if not stale.name.startswith(TENANT_CREDS_PREFIX):  # tenants keep theirs (tenants.py)
+            stale.unlink()
     files = {}
     for user in users:
         path = creds_path(home, user.identity.user)
         write_private(path, user.file_text())
         files[user.identity.user] = path
-    conf = home / "nats" / AUTH_CONF
-    conf.parent.mkdir(parents=True, exist_ok=True)
-    tmp = conf.with_name(AUTH_CONF + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    tmp.write_text(server_accounts(users))
-    tmp.replace(conf)
-    return StackCredentials(conf, files)
+    save_stack_users(home, users)  # so `lahar tenant add` can rewrite the configuration
+    conf = write_auth_conf(home, users)  # with the tenants added on this home earlier
+    return StackCredentials(conf, files, server_conf(home, ha=ha))

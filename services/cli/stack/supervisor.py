@@ -231,7 +231,7 @@ class Supervisor:
         self.state.write(self.home)
         if self.secure:
             # a fresh key per user at every start (docs/security.md): the server loads their public keys
-            self.credentials = issue_credentials(self.home, self.specs)
+            self.credentials = issue_credentials(self.home, self.specs, ha=self.ha)
             self.state.admin_creds = str(self.credentials.admin)
         self.servers = servers = await start_servers(self.home, ha=self.ha, credentials=self.credentials)
         self.state.nats_url = servers.nats_url
@@ -277,6 +277,9 @@ class Supervisor:
         log_path = logs / f"{spec.name}.log"
         creds = self.credentials.of(spec.name) if self.credentials is not None else ""
         extra = self.servers.service_args() if self.servers is not None else ()
+        if self.credentials is not None and spec.identity is not None and spec.identity.role == ADMISSION:
+            # the operator's key: admission authorizes every request by its caller's (docs/security.md)
+            extra = (*extra, "--operator-keys", ",".join(self.credentials.operator_keys))
         command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds=creds, extra=extra)
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
