@@ -6,7 +6,9 @@ restarting the stack rotates every credential, and a key taken from an earlier r
 
 The configuration holds only the `accounts` block (the services' account LAHAR, the clients' account
 CLIENTS), so a clustered server's own configuration can `include` the same file and every server of a
-cluster admits the same users.
+cluster admits the same users. Tenants added with `lahar tenant add` are kept in it (tenants.py); the
+stack's servers load it through <home>/nats/server.conf, which also names each server so that a reload
+(after a tenant is added or removed) is accepted.
 """
 
 from __future__ import annotations
