@@ -178,6 +178,16 @@ def _channels() -> dict[str, Any]:
         "apiCommand": _api_channel(
             "command", _json_message("CommandRequest", "a Volcano command on a Job or Queue")
         ),
+        "apiTenantApply": _api_channel(
+            "tenant.apply",
+            _json_message("TenantApplyRequest", "register or replace a tenant (operator only)"),
+        ),
+        "apiTenantDelete": _api_channel(
+            "tenant.delete", _json_message("TenantDeleteRequest", "remove a tenant (operator only)")
+        ),
+        "apiTenantList": _api_channel(
+            "tenant.list", _json_message("TenantListRequest", "list the tenants (operator only)")
+        ),
         "apiReply": {
             "address": None,
             "title": "Admission's replies",
@@ -342,7 +352,14 @@ def _operations() -> dict[str, Any]:
             },
         },
     }
-    for verb, message in (("Apply", "Manifest"), ("Delete", "DeleteRequest"), ("Command", "CommandRequest")):
+    for verb, message in (
+        ("Apply", "Manifest"),
+        ("Delete", "DeleteRequest"),
+        ("Command", "CommandRequest"),
+        ("TenantApply", "TenantApplyRequest"),
+        ("TenantDelete", "TenantDeleteRequest"),
+        ("TenantList", "TenantListRequest"),
+    ):
         channel = f"api{verb}"
         operations[f"admission{verb}"] = {
             **_operation("receive", channel, "admission", [_ref(f"#/channels/{channel}/messages/{message}")]),
