@@ -153,30 +153,28 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 async def accepted(nats_url: str, creds: Path) -> bool:
-    """Whether the servers accept the credentials, trying until RELOAD_TIMEOUT_S (a reload takes a moment)."""
+    """Whether every server of the stack accepts the credentials, trying each until RELOAD_TIMEOUT_S (a
+    reload takes a moment): a tenant connecting to any of them once `add` returns gets in."""
     options = read_credentials(creds).connect_options()
     deadline = time.monotonic() + RELOAD_TIMEOUT_S
 
     async def quiet(_exc: Exception) -> None:  # a refusal before the reload is expected, not news
         return None
 
-    while True:
-        try:
-            nc = await nats.connect(
-                nats_url.split(",")[0],
-                allow_reconnect=False,
-                connect_timeout=2,
-                error_cb=quiet,
-                max_reconnect_attempts=0,
-                **options,
-            )
-        except Exception:  # refused (not reloaded yet), or the server is busy: try again until the deadline
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(_RETRY_S)
-            continue
-        await nc.close()
-        return True
+    for url in nats_url.split(","):
+        while True:
+            try:
+                nc = await nats.connect(
+                    url, allow_reconnect=False, connect_timeout=2, error_cb=quiet, **options
+                )
+            except Exception:  # refused (not reloaded yet), or the server is busy: again, until the deadline
+                if time.monotonic() > deadline:
+                    return False
+                await asyncio.sleep(_RETRY_S)
+                continue
+            await nc.close()
+            break
+    return True
 
 
 def run_remove(args: argparse.Namespace) -> int:

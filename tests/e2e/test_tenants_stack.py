@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import nats
@@ -248,19 +249,37 @@ async def test_the_operator_can_do_everything(tenants: Tenants) -> None:
     assert code == 0, out
 
 
+async def refused_soon(stack: Stack, options: dict[str, Any], timeout_s: float = 10.0) -> None:
+    """Until the servers refuse the key (they reload their configuration a moment after the signal)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            nc = await nats.connect(stack.state.nats_url, allow_reconnect=False, **options)
+        except nats.errors.Error as exc:
+            assert "authorization violation" in str(exc).lower()
+            return
+        await nc.close()
+        assert time.monotonic() < deadline, "a key no longer issued was still accepted"
+        await asyncio.sleep(0.1)
+
+
+async def test_adding_a_tenant_again_rotates_its_key(tenants: Tenants) -> None:
+    old = read_credentials(tenants.b)
+    code, out = tenants.lahar(None, "tenant", "add", "b", "--namespaces", "b")
+    assert code == 0, out
+    new = read_credentials(tenants.b)
+    assert new.public_key != old.public_key
+    await refused_soon(tenants.stack, old.connect_options())
+    name = unique("rotated")
+    code, out = tenants.apply(tenants.b, job(name, "b", "qa"))  # at once, with the new key
+    assert code == 0, out
+
+
 async def test_a_removed_tenant_is_refused(tenants: Tenants) -> None:
     options = read_credentials(tenants.a).connect_options()
     code, out = tenants.lahar(None, "tenant", "remove", "a")
     assert code == 0, out
-    deadline = time.monotonic() + 10.0
-    while True:  # the servers reload their configuration a moment after the signal
-        try:
-            nc = await nats.connect(tenants.stack.state.nats_url, allow_reconnect=False, **options)
-        except nats.errors.Error as exc:
-            assert "authorization violation" in str(exc).lower()
-            break
-        await nc.close()
-        assert time.monotonic() < deadline, "a removed tenant's key was still accepted"
-        await asyncio.sleep(0.1)
+    await refused_soon(tenants.stack, options)
+    assert not tenants.a.exists()  # its credentials file is gone with it
     code, out = tenants.lahar(None, "tenant", "list", "-o", "json")
     assert code == 0 and [t["name"] for t in json.loads(out)] == ["b"], out
