@@ -339,17 +339,14 @@ class NatsServer(_ServerProcess):
             "--store_dir",
             str(self.data_dir),
             "--server_name",
-            self.server_name,
+            f"lahar-{self.port}",
             *self.extra_args,
         ]
 
-    @property
-    def server_name(self) -> str:
-        return f"lahar-{self.port}"
-
     def _env(self) -> dict[str, str]:
-        # a configuration file may name the server by it (a reload takes the name from the file only)
-        return {**os.environ, SERVER_NAME_ENV: self.server_name}
+        # its --server_name, for a configuration file to name it by (a reload takes the name from the
+        # file only, services/cli/stack/identities.py)
+        return {**os.environ, SERVER_NAME_ENV: f"lahar-{self.port}"}
 
     @property
     def health_url(self) -> str:

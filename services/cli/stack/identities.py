@@ -66,9 +66,11 @@ def stack_identities(specs: Sequence[ServiceSpec]) -> list[Identity]:
 
 
 def server_conf(home: Path, *, ha: bool) -> Path:
-    """The file nats-server is started with. A reload (SIGHUP, after `lahar tenant add`) reads the server's
-    name and, in a cluster, the cluster's name from the file alone, not from the command line they were
-    started with: without them here it refuses to reload. Each server's name is in its environment."""
+    """The file nats-server is started with. A reload (SIGHUP, after `lahar tenant add`) takes the server's
+    name, the cluster's name and TLS from the file alone, not from the command line the server was started
+    with, and refuses to reload when they differ ("config reload not supported for ServerName"; for TLS
+    "old=true, new=false"): every such setting the stack's servers run with belongs here. Each server's
+    name is in its environment (shared/servers.py)."""
     lines = [f"server_name: ${SERVER_NAME_ENV}"]
     if ha:
         lines.append(f"cluster {{ name: {NATS_CLUSTER_NAME} }}")
