@@ -343,15 +343,15 @@ class NatsServer(_ServerProcess):
             *self.extra_args,
         ]
 
-    def _env(self) -> dict[str, str]:
-        # its --server_name, for a configuration file to name it by (a reload takes the name from the
-        # file only, services/cli/stack/identities.py)
-        return {**os.environ, SERVER_NAME_ENV: f"lahar-{self.port}"}
-
     @property
     def health_url(self) -> str:
         # A standalone server recovers its streams from the store before it reports JetStream enabled.
         return f"{self.monitor_url}/healthz?js-enabled-only=true"
+
+    def _env(self) -> dict[str, str]:
+        # its --server_name, for a configuration file to name it by (a reload takes the name from the
+        # file only, services/cli/stack/identities.py)
+        return {**os.environ, SERVER_NAME_ENV: f"lahar-{self.port}"}
 
 
 ETCD_HISTORY = "1m"  # how long etcd keeps old revisions (watches may resume that far back)
