@@ -65,15 +65,19 @@ def stack_identities(specs: Sequence[ServiceSpec]) -> list[Identity]:
     return [*services, Identity(ADMIN, ADMIN), Identity(PROVISIONER, PROVISIONER)]
 
 
-def server_conf(home: Path, *, ha: bool) -> Path:
+def server_conf(home: Path, *, ha: bool, tls: tuple[Path, Path] | None = None) -> Path:
     """The file nats-server is started with. A reload (SIGHUP, after `lahar tenant add`) takes the server's
     name, the cluster's name and TLS from the file alone, not from the command line the server was started
     with, and refuses to reload when they differ ("config reload not supported for ServerName"; for TLS
-    "old=true, new=false"): every such setting the stack's servers run with belongs here. Each server's
-    name is in its environment (shared/servers.py)."""
+    "old=true, new=false"): every such setting the stack's servers run with belongs here, and TLS only
+    here (the --tls flag alone makes every reload fail, tests/integration/test_tenant_reload.py). Each
+    server's name is in its environment (shared/servers.py). tls: the servers' certificate and key, when
+    they serve clients over TLS."""
     lines = [f"server_name: ${SERVER_NAME_ENV}"]
     if ha:
         lines.append(f"cluster {{ name: {NATS_CLUSTER_NAME} }}")
+    if tls is not None:
+        lines.append(f'tls {{ cert_file: "{tls[0]}", key_file: "{tls[1]}" }}')
     lines.append(f'include "{AUTH_CONF}"')
     path = home / "nats" / SERVER_CONF
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +85,9 @@ def server_conf(home: Path, *, ha: bool) -> Path:
     return path
 
 
-def issue_credentials(home: Path, specs: Sequence[ServiceSpec], *, ha: bool = False) -> StackCredentials:
+def issue_credentials(
+    home: Path, specs: Sequence[ServiceSpec], *, ha: bool = False, tls: tuple[Path, Path] | None = None
+) -> StackCredentials:
     """Fresh keys for every user of the stack, their seed files, and the server's configuration."""
     creds_dir = home / CREDS_DIR
     creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -97,4 +103,4 @@ def issue_credentials(home: Path, specs: Sequence[ServiceSpec], *, ha: bool = Fa
         files[user.identity.user] = path
     save_stack_users(home, users)  # so `lahar tenant add` can rewrite the configuration
     conf = write_auth_conf(home, users)  # with the tenants added on this home earlier
-    return StackCredentials(conf, files, server_conf(home, ha=ha))
+    return StackCredentials(conf, files, server_conf(home, ha=ha, tls=tls))
