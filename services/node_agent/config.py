@@ -42,6 +42,7 @@ class NodeAgentConfig(RunnerConfig):
     agent_id: str = ""  # names the agent (its checkpoint key); empty: the node name, or the sim prefix
     heartbeat_interval_s: float = 2.0
     default_grace_s: float = 30.0  # for pods without terminationGracePeriodSeconds
+    secrets_key: str = ""  # the node agents' secrets private key (PEM): opens the sealed job secrets
 
     def problems(self) -> list[str]:
         problems = super().problems()

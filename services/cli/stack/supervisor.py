@@ -1,7 +1,8 @@
 """The local stack's supervisor: owns nats-server, etcd and every service process.
 
 It makes the bus's credentials first (identities.py: an nkey per service process, the operator's admin,
-the provisioner; `--no-auth` leaves the bus open), starts nats-server with their permissions and creates
+the provisioner, and the node agents' key pair that admission seals job secrets to; `--no-auth` leaves
+the bus open and the secrets unsealed), starts nats-server with their permissions and creates
 the streams as the provisioner. It starts the servers and services in dependency order on free loopback
 ports, waits until each reports healthy and then until
 the stack can bind on every node (readiness.py), and records the stack in `stack.json`. Whatever exits
@@ -32,11 +33,22 @@ from typing import Any
 from contracts.events import ADMISSION, NODE_AGENT, SCHEDULER
 from services.cli.stack.backoff import restart_delay
 from services.cli.stack.identities import SIM_AGENT, StackCredentials, issue_credentials
-from services.cli.stack.layout import RESTARTING, RUNNING, STARTING, RunningService, ServiceSpec, StackState
+from services.cli.stack.layout import (
+    CREDS_DIR,
+    OPENS_SECRETS,
+    RESTARTING,
+    RUNNING,
+    SEALS_SECRETS,
+    STARTING,
+    RunningService,
+    ServiceSpec,
+    StackState,
+)
 from services.cli.stack.readiness import waiting_for
 from services.cli.stack.server_keeper import ServerKeeper, record_of
 from services.cli.stack.stack_servers import StackServers, start_servers
 from shared.security.permissions import Identity
+from shared.security.secret_keys import SecretsKeyFiles, issue_secrets_keys
 from shared.servers import free_port
 
 STOP_GRACE_S = 10.0
@@ -72,6 +84,7 @@ def service_specs(
         "services.node_agent",
         agent_args,
         Identity("node-agent", NODE_AGENT, f"{NODE_AGENT}.{agent_id}"),
+        secrets=OPENS_SECRETS,
     )
     schedulers = [
         ServiceSpec(
@@ -96,7 +109,10 @@ def service_specs(
         for name, module in ELECTED
     ]
     admission = ServiceSpec(
-        "admission", "services.admission", identity=Identity(ADMISSION, ADMISSION, ADMISSION)
+        "admission",
+        "services.admission",
+        identity=Identity(ADMISSION, ADMISSION, ADMISSION),
+        secrets=SEALS_SECRETS,
     )
     return [admission, *elected, *schedulers, agent]
 
@@ -154,6 +170,7 @@ class Supervisor:
         self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
         self.credentials: StackCredentials | None = None
+        self.secrets_keys: SecretsKeyFiles | None = None  # the node agents' job-secrets key pair
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -233,6 +250,8 @@ class Supervisor:
             # a fresh key per user at every start (docs/security.md): the server loads their public keys
             self.credentials = issue_credentials(self.home, self.specs)
             self.state.admin_creds = str(self.credentials.admin)
+            # and a fresh key pair the ssh plugin's secrets are sealed to (docs/security.md, "Secrets")
+            self.secrets_keys = issue_secrets_keys(self.home / CREDS_DIR)
         self.servers = servers = await start_servers(self.home, ha=self.ha, credentials=self.credentials)
         self.state.nats_url = servers.nats_url
         self.state.etcd_endpoint = servers.etcd_endpoint
@@ -277,6 +296,7 @@ class Supervisor:
         log_path = logs / f"{spec.name}.log"
         creds = self.credentials.of(spec.name) if self.credentials is not None else ""
         extra = self.servers.service_args() if self.servers is not None else ()
+        extra = (*extra, *spec.secrets_args(self.secrets_keys))
         command = spec.command(self.state.nats_url, self.state.etcd_endpoint, port, creds=creds, extra=extra)
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
