@@ -41,7 +41,7 @@ from shared.bus.errors import BusError, ConcurrencyConflict, DuplicateBatch
 from shared.bus.jetstream import BatchItem, Bus
 from shared.bus.subjects import EVENTS_STREAM, event_subject, guard_subject
 from shared.runner import EventSourcedService, RunnerConfig
-from shared.security.secret_keys import SecretsKeyError, load_public_key
+from shared.security.secret_keys import key_file_problems, load_public_key
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
 from shared.telemetry.tracing import trace_fields
@@ -72,6 +72,7 @@ class AdmissionConfig(RunnerConfig):
         if self.intake_batch < 1:
             problems.append(f"intake_batch: expected an integer >= 1, got {self.intake_batch}")
         problems.extend(self.pod_caps.problems())
+        problems.extend(key_file_problems("secrets_public_key", self.secrets_public_key, load_public_key))
         return problems
 
     @property
@@ -98,12 +99,8 @@ class AdmissionService(EventSourcedService[View]):
             AdmissionViewCore(), bus, etcd, config, registry=registry, tracer=tracer, clock=clock
         )
         self.config: AdmissionConfig = config
-        try:
-            self.secrets_recipient = (
-                load_public_key(config.secrets_public_key) if config.secrets_public_key else None
-            )
-        except SecretsKeyError as exc:
-            raise SecretsKeyError(f"secrets_public_key: {exc}") from exc
+        key = config.secrets_public_key
+        self.secrets_recipient = load_public_key(key) if key else None
         if self.secrets_recipient is None:
             log.warning("no secrets public key: the ssh plugin's private keys go to the log in plain text")
         self.admission_metrics = AdmissionMetrics(registry)

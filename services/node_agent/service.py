@@ -42,7 +42,7 @@ from services.node_agent.runtime.sim import SimRuntime
 from services.node_agent.ssh_keys import prepare_private_files
 from shared.bus.jetstream import Bus
 from shared.runner import EventSourcedService
-from shared.security.secret_keys import SecretsKeyError, load_private_key
+from shared.security.secret_keys import load_private_key
 from shared.service import connect_bus, connect_etcd
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
@@ -245,10 +245,7 @@ def make_service(
     tracer: Tracer | None = None,
 ) -> NodeAgentService:
     nodes = agent_nodes(config)
-    try:
-        secrets_key = load_private_key(config.secrets_key) if config.secrets_key else None
-    except SecretsKeyError as exc:
-        raise SecretsKeyError(f"secrets_key: {exc}") from exc
+    secrets_key = load_private_key(config.secrets_key) if config.secrets_key else None
     inner = NodeAgentCore(config.agent, nodes, default_grace_s=config.default_grace_s)
     core = AgentCore(inner, secrets_key)
     runtime: Runtime

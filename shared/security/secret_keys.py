@@ -7,6 +7,7 @@ and open them. Both are PEM files written owner-only (0600), like the bus creden
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,3 +70,14 @@ def load_public_key(path: str | Path) -> X25519PublicKey:
     if not isinstance(key, X25519PublicKey):
         raise SecretsKeyError(f"{path}: expected an X25519 public key, got {type(key).__name__}")
     return key
+
+
+def key_file_problems(field: str, path: str, load: Callable[[str], object]) -> list[str]:
+    """A configuration's problem line for a key file `load` cannot read as its key (none if unset)."""
+    if not path:
+        return []
+    try:
+        load(path)
+    except SecretsKeyError as exc:
+        return [f"{field}: {exc}"]
+    return []

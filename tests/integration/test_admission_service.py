@@ -28,7 +28,7 @@ from shared.bus.poison import read_dead_letters
 from shared.bus.streams import events_stream, intake_stream
 from shared.bus.subjects import EVENTS_STREAM, INTAKE_STREAM, intake_subject
 from shared.security.sealing import open_job_secret
-from shared.security.secret_keys import SecretsKeyError, issue_secrets_keys, load_private_key
+from shared.security.secret_keys import issue_secrets_keys, load_private_key
 from shared.servers import EtcdServer, NatsServer, free_port
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
@@ -231,17 +231,6 @@ async def test_with_the_node_agents_key_the_pair_is_written_sealed_to_it(
     uid = submitted.payload["object"]["object"]["meta"]["uid"]
     opened = open_job_secret(load_private_key(keys.private), "default", "train", payload)
     assert opened["id_rsa"].startswith("-----BEGIN RSA PRIVATE KEY-----") and secret.payload["uid"] == uid
-
-
-def test_a_secrets_public_key_that_is_no_key_stops_admission_naming_the_setting(
-    bus: Bus, etcd: Etcd, tmp_path: Path
-) -> None:
-    (tmp_path / "bad.pem").write_text("not a key")
-    config = AdmissionConfig(secrets_public_key=str(tmp_path / "bad.pem"))
-    with pytest.raises(
-        SecretsKeyError, match=f"secrets_public_key: {tmp_path / 'bad.pem'}: not a public key"
-    ):
-        AdmissionService(bus, etcd, config, registry=Registry())
 
 
 async def test_without_a_key_generator_an_ssh_job_is_refused_for_now_and_nothing_is_written(

@@ -15,6 +15,9 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
 from contracts.payloads import JobSecretCreated, SealedSecret
+from services.admission.service import AdmissionConfig
+from services.node_agent.config import NodeAgentConfig
+from shared.config import ConfigError
 from shared.security.sealing import (
     ALGORITHM,
     SealError,
@@ -172,3 +175,17 @@ def test_a_bad_key_file_is_refused_naming_it(tmp_path: Path) -> None:
     files = issue_secrets_keys(tmp_path / "creds")
     with pytest.raises(SecretsKeyError, match="not an unencrypted private key in PEM"):
         load_private_key(files.public)  # the public file where the private one belongs
+
+
+def test_a_bad_key_file_in_a_configuration_is_a_problem_naming_the_setting(tmp_path: Path) -> None:
+    files = issue_secrets_keys(tmp_path / "creds")
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a key")
+    assert AdmissionConfig(secrets_public_key=str(files.public)).secrets_public_key == str(files.public)
+    assert NodeAgentConfig(runtime="sim", secrets_key=str(files.private)).secrets_key == str(files.private)
+    with pytest.raises(ConfigError) as refused:
+        AdmissionConfig(secrets_public_key=str(garbage))
+    assert [p.split(": not a")[0] for p in refused.value.problems] == [f"secrets_public_key: {garbage}"]
+    with pytest.raises(ConfigError) as refused:
+        NodeAgentConfig(runtime="sim", secrets_key=str(files.public))  # the public file for the private
+    assert [p.split(": not an")[0] for p in refused.value.problems] == [f"secrets_key: {files.public}"]
