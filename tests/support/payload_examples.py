@@ -63,13 +63,7 @@ EXAMPLES: Mapping[str, payloads.Payload] = {
     "JobSecretCreated": payloads.JobSecretCreated(
         name="train-ssh",
         uid="default-train",
-        sealed=payloads.SealedSecret(
-            algorithm="X25519-HKDF-SHA256-AES256GCM",
-            key_id="sha256:0123456789abcdef0123456789abcdef",
-            ephemeral_key="AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-            nonce="AAAAAAAAAAAAAAAA",
-            ciphertext="c2VhbGVk",
-        ),
+        data={"id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n...", "id_rsa.pub": "ssh-ed25519 AAAA..."},
     ),
     "PodSubmitted": payloads.PodSubmitted(
         object=encode_object(pod("hello", cpu="100m")),

@@ -133,9 +133,21 @@ def test_a_version_1_job_secret_is_read_as_an_unsealed_one() -> None:
     )
 
 
+SEALED = payloads.SealedSecret(
+    algorithm="X25519-HKDF-SHA256-AES256GCM",
+    key_id="sha256:0123456789abcdef0123456789abcdef",
+    ephemeral_key="AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+    nonce="AAAAAAAAAAAAAAAA",
+    ciphertext="c2VhbGVk",
+)
+
+
 def test_a_job_secret_is_sealed_or_plain_never_both() -> None:
-    sealed = encode_payload(EXAMPLES["JobSecretCreated"])
+    sealed = on_the_wire(encode_payload(payloads.JobSecretCreated(name="mpi-ssh", uid="u1", sealed=SEALED)))
     assert sealed["data"] == {} and sealed["sealed"]["key_id"].startswith("sha256:")
+    assert problems(event_path("JobSecretCreated"), sealed) == []
+    assert decode_payload("JobSecretCreated", 2, sealed).sealed == SEALED
+    assert problems(event_path("JobSecretCreated"), {**sealed, "sealed": {"key_id": "k"}}) != []
     with pytest.raises(PayloadError, match="data: must be empty when the secret is sealed"):
         decode_payload("JobSecretCreated", 2, {**sealed, "data": {"id_rsa": "PRIVATE"}})
 
