@@ -115,6 +115,7 @@ class StackState:
     nats_url: str = ""  # every NATS server's URL, comma-separated
     etcd_endpoint: str = ""  # every etcd member's host:port, comma-separated
     admin_creds: str = ""  # the operator's credentials file; empty: NATS runs without authentication
+    tls_ca: str = ""  # the CA file NATS's and etcd's certificates chain to; empty: both plain TCP
     servers: list[RunningServer] = field(default_factory=list)
     services: list[RunningService] = field(default_factory=list)
     ready: bool = False

@@ -2,8 +2,9 @@
 
 It makes the bus's credentials first (identities.py: an nkey per service process, the operator's admin,
 the provisioner, and the node agents' key pair that admission seals job secrets to; `--no-auth` leaves
-the bus open and the secrets unsealed), starts nats-server with their permissions and creates
-the streams as the provisioner. It starts the servers and services in dependency order on free loopback
+the bus open and the secrets unsealed) and a CA with the servers' certificates (stack_tls.py;
+`--no-tls` or `--no-auth`: plain TCP), starts nats-server with their permissions and creates the streams
+as the provisioner. It starts the servers and services in dependency order on free loopback
 ports, waits until each reports healthy and then until
 the stack can bind on every node (readiness.py), and records the stack in `stack.json`. Whatever exits
 while the stack is meant to run is reaped and started again, after a backoff (backoff.py): a service on
@@ -47,6 +48,7 @@ from services.cli.stack.layout import (
 from services.cli.stack.readiness import waiting_for
 from services.cli.stack.server_keeper import ServerKeeper, record_of
 from services.cli.stack.stack_servers import StackServers, start_servers
+from services.cli.stack.stack_tls import issue_tls
 from shared.security.permissions import Identity
 from shared.security.secret_keys import SecretsKeyFiles, issue_secrets_keys
 from shared.servers import free_port
@@ -158,8 +160,10 @@ class Supervisor:
         *,
         ha: bool = False,
         secure: bool = True,
+        tls: bool = True,
     ) -> None:
         self.secure = secure  # identities on the bus (docs/security.md); False: nats-server open to all
+        self.tls = tls  # NATS and etcd over TLS with a CA made at start (docs/security.md)
         self.on_ready = on_ready
         self.home = home
         self.specs = specs
@@ -252,7 +256,12 @@ class Supervisor:
             self.state.admin_creds = str(self.credentials.admin)
             # and a fresh key pair the ssh plugin's secrets are sealed to (docs/security.md, "Secrets")
             self.secrets_keys = issue_secrets_keys(self.home / CREDS_DIR)
-        self.servers = servers = await start_servers(self.home, ha=self.ha, credentials=self.credentials)
+        # a fresh CA and server certificates at every start, like the keys
+        tls = issue_tls(self.home) if self.tls else None
+        self.state.tls_ca = str(tls.ca) if tls is not None else ""
+        self.servers = servers = await start_servers(
+            self.home, ha=self.ha, credentials=self.credentials, tls=tls
+        )
         self.state.nats_url = servers.nats_url
         self.state.etcd_endpoint = servers.etcd_endpoint
         self.state.servers = [record_of(server) for server in servers.all]
