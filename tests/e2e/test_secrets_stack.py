@@ -63,7 +63,12 @@ def secrets_in(pem: bytes) -> list[bytes]:
 
 
 async def whole_log(stack: Stack) -> list[tuple[str, bytes]]:
-    bus = await Bus.connect(stack.state.nats_url, name="secrets-test", creds=stack.state.admin_creds)
+    bus = await Bus.connect(
+        stack.state.nats_url,
+        name="secrets-test",
+        creds=stack.state.admin_creds,
+        tls_ca=stack.state.tls_ca or None,
+    )
     try:
         return [(r.subject, r.data) async for r in bus.replay(EVENTS_STREAM)]
     finally:
@@ -71,7 +76,12 @@ async def whole_log(stack: Stack) -> list[tuple[str, bytes]]:
 
 
 async def node_agent_quarantine(stack: Stack) -> list[str]:
-    bus = await Bus.connect(stack.state.nats_url, name="secrets-test", creds=stack.state.admin_creds)
+    bus = await Bus.connect(
+        stack.state.nats_url,
+        name="secrets-test",
+        creds=stack.state.admin_creds,
+        tls_ca=stack.state.tls_ca or None,
+    )
     try:
         return [record.error for _, record in await read_quarantine(bus) if record.type == "JobSecretCreated"]
     finally:
