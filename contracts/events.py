@@ -62,7 +62,9 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
         "job",
         ADMISSION,
         payloads.JobSecretCreated,
-        "a Job's generated secret (the ssh plugin's key pair), written with its JobSubmitted",
+        "a Job's generated secret (the ssh plugin's key pair), written with its JobSubmitted, sealed to "
+        "the node agents",
+        version=2,
     ),
     EventType(
         "PodSubmitted",

@@ -24,11 +24,11 @@ from typing import Any, Self
 import nats
 import nats.errors
 import nats.js.errors
-from nats.aio.client import Client as NatsClient
 
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, event_filter, logs_subject, parse_event_subject
+from shared.bus.tls_handshake import first_connection
 from shared.client_reads import (
     API_KINDS,
     DELETED,
@@ -45,6 +45,7 @@ from shared.client_reads import (
 )
 from shared.config import parse_endpoints
 from shared.security.credentials import CredentialsError, read_credentials
+from shared.security.tls import TlsError, client_context
 from shared.store.etcd import Etcd, EtcdError
 from shared.store.read_model import ReadModel
 from shared.telemetry.tracing import trace_headers
@@ -69,12 +70,19 @@ class LaharClient:
 
     @classmethod
     async def connect(
-        cls, nats_url: str, etcd_endpoint: str, *, creds: str | None = None, timeout_s: float = 5.0
+        cls,
+        nats_url: str,
+        etcd_endpoint: str,
+        *,
+        creds: str | None = None,
+        tls_ca: str | None = None,
+        timeout_s: float = 5.0,
     ) -> LaharClient:
         """Connect to NATS and etcd; LaharError naming the one that cannot be reached or refuses the
         credentials. Either may name several servers of a cluster, comma-separated (etcd as host:port),
         to use whichever answers. creds: a credentials file (`lahar up` writes the operator's to
-        <home>/creds/admin.nk); None for a server without authentication."""
+        <home>/creds/admin.nk); None for a server without authentication. tls_ca: the CA file both
+        servers' certificates must chain to (`lahar up` writes <home>/tls/ca.pem); None: plain TCP."""
         try:
             endpoints = parse_endpoints(etcd_endpoint)
         except ValueError as exc:
@@ -85,27 +93,34 @@ class LaharClient:
 
         try:
             credentials = read_credentials(creds) if creds else None
-        except CredentialsError as exc:
+            tls = client_context(tls_ca) if tls_ca else None
+        except (CredentialsError, TlsError) as exc:
             raise LaharError(str(exc)) from exc
         options = credentials.connect_options() if credentials is not None else {}
+        if tls is not None:
+            options["tls"] = tls
         try:
             # a few attempts only: a client reports an unreachable server instead of waiting forever
-            nc: NatsClient = await nats.connect(
-                [url.strip() for url in nats_url.split(",")],
-                connect_timeout=timeout_s,
-                max_reconnect_attempts=3,
-                reconnect_time_wait=0.3,
-                error_cb=quiet,
-                **options,
+            nc = await first_connection(
+                lambda error_cb: nats.connect(
+                    [url.strip() for url in nats_url.split(",")],
+                    connect_timeout=timeout_s,
+                    max_reconnect_attempts=3,
+                    reconnect_time_wait=0.3,
+                    error_cb=error_cb,
+                    **options,
+                ),
+                quiet,
+                tls=tls is not None,
             )
         except nats.errors.Error as exc:
             if "authorization violation" in str(exc).lower():
                 raise LaharError(f"NATS at {nats_url} refused the credentials {creds or '(none)'}") from exc
             raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
-        except OSError as exc:
+        except OSError as exc:  # a refused connection, or a certificate that does not verify (ssl.SSLError)
             raise Unreachable(f"cannot reach NATS at {nats_url}: {exc or type(exc).__name__}") from exc
         try:
-            etcd = await Etcd.connect_cluster(endpoints, timeout_s=timeout_s)
+            etcd = await Etcd.connect_cluster(endpoints, timeout_s=timeout_s, tls_ca=tls_ca)
         except (OSError, EtcdError) as exc:
             await nc.close()
             raise Unreachable(f"cannot reach etcd at {etcd_endpoint}: {exc}") from exc

@@ -44,6 +44,7 @@ class ServiceConfig:
 
     nats_url: str = "nats://127.0.0.1:4222"
     nats_creds: str = ""  # the service's credentials file (an nkey seed); empty: the server is open
+    tls_ca: str = ""  # the CA file NATS's and etcd's certificates must chain to; empty: both plain TCP
     etcd_endpoint: str = "127.0.0.1:2379"
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0  # 0: pick a free port (logged at start)
@@ -68,6 +69,8 @@ class ServiceConfig:
             _ = self.etcd_host_port
         except ValueError as exc:
             problems.append(f"etcd_endpoint: {exc}")
+        if self.tls_ca and not Path(self.tls_ca).is_file():
+            problems.append(f"tls_ca: no such file {self.tls_ca!r}")
         return problems
 
     @property

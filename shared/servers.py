@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, ClassVar, Self
 
+from shared.security.tls import TlsFiles
+
 LOOPBACK = "127.0.0.1"
 _LOG_TAIL_BYTES = 8192
 # Ports are found by binding port 0 and releasing it; another process may grab the port before the server
@@ -96,8 +98,10 @@ class _ServerProcess(ABC):
         extra_args: Sequence[str] = (),
         start_timeout_s: float = 30.0,
         stop_timeout_s: float = 15.0,
+        tls: TlsFiles | None = None,
     ) -> None:
         self.base_dir = base_dir
+        self.tls = tls  # the server's certificate, key and CA; None: plain TCP (the tests' bare servers)
         self.data_dir = base_dir / "data"
         self.log_path = base_dir / f"{self.name}.log"
         self.host = LOOPBACK
@@ -117,21 +121,26 @@ class _ServerProcess(ABC):
         extra_args: Sequence[str] = (),
         start_timeout_s: float = 30.0,
         stop_timeout_s: float = 15.0,
+        tls: TlsFiles | None = None,
     ) -> Self:
-        """Start a new server in base_dir (created if needed) on free ports; returns once healthy."""
+        """Start a new server in base_dir (created if needed) on free ports; returns once healthy.
+        tls: serve clients (and peers) over TLS with these files; the health endpoint stays plain HTTP."""
         server = cls(
             Path(base_dir),
             extra_args=extra_args,
             start_timeout_s=start_timeout_s,
             stop_timeout_s=stop_timeout_s,
+            tls=tls,
         )
         server.base_dir.mkdir(parents=True, exist_ok=True)
         server._start_fresh_ports()
         return server
 
     @classmethod
-    async def astart_in(cls, base_dir: str | Path, *, extra_args: Sequence[str] = ()) -> Self:
-        return await asyncio.to_thread(lambda: cls.start_in(base_dir, extra_args=extra_args))
+    async def astart_in(
+        cls, base_dir: str | Path, *, extra_args: Sequence[str] = (), tls: TlsFiles | None = None
+    ) -> Self:
+        return await asyncio.to_thread(lambda: cls.start_in(base_dir, extra_args=extra_args, tls=tls))
 
     @abstractmethod
     def _command(self) -> list[str]:
@@ -307,16 +316,25 @@ SERVER_NAME_ENV = "LAHAR_NATS_SERVER_NAME"  # nats-server's name, in its environ
 
 
 class NatsServer(_ServerProcess):
-    """nats-server with JetStream (file store under the data dir) and the HTTP monitoring port."""
+    """nats-server with JetStream (file store under the data dir) and the HTTP monitoring port.
+
+    With TLS the client port takes TLS connections only (a plain client is refused) and clients verify
+    the server's certificate; clients are not asked for one (their nkey authenticates them). The
+    monitoring port stays plain HTTP on loopback, for health checks."""
 
     name = "nats-server"
     binary_name = "nats-server"
 
     http_port: int = 0
+    # whether its configuration file (--config) carries the TLS block rather than the command line: a
+    # reload (SIGHUP, after `lahar tenant add`) rereads TLS from the file alone and refuses to run when the
+    # server was started with --tls ("old=true, new=false")
+    tls_in_config: bool = False
 
     @property
     def url(self) -> str:
-        return f"nats://{self.host}:{self.port}"
+        # tls:// tells any client that this server takes TLS only (nats-py would upgrade a nats:// one too)
+        return f"{'tls' if self.tls is not None else 'nats'}://{self.host}:{self.port}"
 
     @property
     def monitor_url(self) -> str:
@@ -340,8 +358,15 @@ class NatsServer(_ServerProcess):
             str(self.data_dir),
             "--server_name",
             f"lahar-{self.port}",
+            *self._tls_args(),
             *self.extra_args,
         ]
+
+    def _tls_args(self) -> list[str]:
+        if self.tls is None or self.tls_in_config:
+            return []
+        # --tls, not --tlsverify: clients are not asked for a certificate, so no CA to check them with
+        return ["--tls", "--tlscert", str(self.tls.cert), "--tlskey", str(self.tls.key)]
 
     @property
     def health_url(self) -> str:
@@ -358,24 +383,55 @@ ETCD_HISTORY = "1m"  # how long etcd keeps old revisions (watches may resume tha
 
 
 class EtcdServer(_ServerProcess):
-    """A single-member etcd cluster on loopback."""
+    """A single-member etcd cluster on loopback.
+
+    With TLS clients connect over https and verify the server's certificate (client certificates are not
+    required); members talk to each other over https and each verifies the other's certificate with the
+    CA (peer_tls, by default the client-facing files). Health and metrics are then served on a separate
+    plain-HTTP loopback port, so health checks need no certificate."""
 
     name = "etcd"
     binary_name = "etcd"
 
     peer_port: int = 0
+    metrics_port: int = 0  # with TLS only: the plain-HTTP /health and /metrics
+
+    def __init__(
+        self,
+        base_dir: Path,
+        *,
+        extra_args: Sequence[str] = (),
+        start_timeout_s: float = 30.0,
+        stop_timeout_s: float = 15.0,
+        tls: TlsFiles | None = None,
+        peer_tls: TlsFiles | None = None,
+    ) -> None:
+        super().__init__(
+            base_dir,
+            extra_args=extra_args,
+            start_timeout_s=start_timeout_s,
+            stop_timeout_s=stop_timeout_s,
+            tls=tls,
+        )
+        self.peer_tls = peer_tls if peer_tls is not None else tls
 
     @property
     def endpoint(self) -> tuple[str, int]:
         return (self.host, self.port)
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
+
+    @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{self.scheme}://{self.host}:{self.port}"
 
     def _pick_ports(self) -> None:
         self.port = free_port(self.host)
         self.peer_port = free_port(self.host)
+        if self.tls is not None:
+            self.metrics_port = free_port(self.host)
 
     @property
     def member(self) -> str:
@@ -388,7 +444,20 @@ class EtcdServer(_ServerProcess):
 
     @property
     def peer_url(self) -> str:
-        return f"http://{self.host}:{self.peer_port}"
+        return f"{'https' if self.peer_tls is not None else 'http'}://{self.host}:{self.peer_port}"
+
+    def _tls_args(self) -> list[str]:
+        args = []
+        if self.tls is not None:
+            # no --trusted-ca-file: given one, etcd asks every client for a certificate (3.5, measured)
+            # whatever --client-cert-auth says; clients verify the server, and authenticate otherwise
+            args += ["--cert-file", str(self.tls.cert), "--key-file", str(self.tls.key)]
+            args += ["--listen-metrics-urls", f"http://{self.host}:{self.metrics_port}"]
+        if self.peer_tls is not None:
+            peer = self.peer_tls
+            args += ["--peer-cert-file", str(peer.cert), "--peer-key-file", str(peer.key)]
+            args += ["--peer-trusted-ca-file", str(peer.ca), "--peer-client-cert-auth"]
+        return args
 
     def _command(self) -> list[str]:
         return [
@@ -413,9 +482,19 @@ class EtcdServer(_ServerProcess):
             "periodic",
             "--auto-compaction-retention",
             ETCD_HISTORY,
+            *self._tls_args(),
             *self.extra_args,
         ]
 
     @property
     def health_url(self) -> str:
+        if self.tls is not None:
+            return f"http://{self.host}:{self.metrics_port}/health"
         return f"{self.url}/health"
+
+
+class ConfiguredNats(NatsServer):
+    """A nats-server whose configuration file names its TLS certificate (tls_in_config), so that it can be
+    reloaded: the local stack's server, whose users `lahar tenant add` changes."""
+
+    tls_in_config = True

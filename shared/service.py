@@ -132,7 +132,7 @@ async def connect_bus(config: ServiceConfig, stack: contextlib.AsyncExitStack, *
     that is down and reconnects after every drop, forever (Bus.connect)."""
     # a comma-separated list names several servers of a NATS cluster; the client fails over among them
     servers = [url.strip() for url in config.nats_url.split(",")]
-    bus = await Bus.connect(servers, name=name, creds=config.nats_creds or None)
+    bus = await Bus.connect(servers, name=name, creds=config.nats_creds or None, tls_ca=config.tls_ca or None)
     stack.push_async_callback(bus.close)
     return bus
 
@@ -146,7 +146,7 @@ async def connect_etcd(config: ServiceConfig, stack: contextlib.AsyncExitStack) 
 
     async def first_answering() -> Etcd:
         try:
-            return await Etcd.connect_cluster(config.etcd_endpoints)
+            return await Etcd.connect_cluster(config.etcd_endpoints, tls_ca=config.tls_ca or None)
         except Exception as exc:
             raise EtcdUnavailable(f"no etcd endpoint of {config.etcd_endpoint!r} answered: {exc}") from exc
 

@@ -33,7 +33,7 @@ from services.admission.core.decide import Request
 from services.admission.core.pod_caps import PodCaps
 from services.admission.core.tenants import TENANT_KIND, TenantChange
 from services.admission.intake import UNWRITABLE, Conflict, IntakeConsumer, Unavailable
-from services.admission.job_secrets import jobs_needing_keys, with_key_pairs
+from services.admission.job_secrets import job_secret, jobs_needing_keys, with_secrets
 from services.admission.keygen import KEYGEN, KeyGenerationError, generate_key_pair
 from services.admission.metrics import AdmissionMetrics
 from services.admission.port import AdmissionPort
@@ -43,6 +43,7 @@ from shared.bus.errors import BusError, ConcurrencyConflict, DuplicateBatch
 from shared.bus.jetstream import BatchItem, Bus
 from shared.bus.subjects import EVENTS_STREAM, event_subject, guard_subject
 from shared.runner import EventSourcedService, RunnerConfig
+from shared.security.secret_keys import key_file_problems, load_public_key
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
 from shared.telemetry.tracing import trace_fields
@@ -64,6 +65,8 @@ class AdmissionConfig(RunnerConfig):
     # the operator's nkey public keys (`lahar up` passes its admin's): a request from one may do
     # everything; none on an open bus, where every caller is the operator (core/authorize.py)
     operator_keys: tuple[str, ...] = ()
+    # the node agents' public key (PEM): job secrets are sealed to it; empty: written in plain text
+    secrets_public_key: str = ""
 
     def problems(self) -> list[str]:
         problems = super().problems()
@@ -74,6 +77,7 @@ class AdmissionConfig(RunnerConfig):
         if self.intake_batch < 1:
             problems.append(f"intake_batch: expected an integer >= 1, got {self.intake_batch}")
         problems.extend(self.pod_caps.problems())
+        problems.extend(key_file_problems("secrets_public_key", self.secrets_public_key, load_public_key))
         return problems
 
     @property
@@ -100,6 +104,10 @@ class AdmissionService(EventSourcedService[View]):
             AdmissionViewCore(), bus, etcd, config, registry=registry, tracer=tracer, clock=clock
         )
         self.config: AdmissionConfig = config
+        key = config.secrets_public_key
+        self.secrets_recipient = load_public_key(key) if key else None
+        if self.secrets_recipient is None:
+            log.warning("no secrets public key: the ssh plugin's private keys go to the log in plain text")
         self.admission_metrics = AdmissionMetrics(registry)
         self._lock = asyncio.Lock()
         port = AdmissionPort(
@@ -301,17 +309,19 @@ class AdmissionService(EventSourcedService[View]):
         return decided, await self._publish(decided.writes, submission.request_id, submission.trace)
 
     async def _with_secrets(self, decided: Plan) -> Plan:
-        """The plan with the key pairs its jobs' ssh plugins need (job_secrets.py)."""
-        pairs = {}
+        """The plan with the key pairs its jobs' ssh plugins need (job_secrets.py), sealed to the node
+        agents when admission has their key."""
+        secrets = {}
         for job in jobs_needing_keys(decided):
             try:
-                pairs[job.meta.key] = await generate_key_pair(
-                    f"lahar job {job.meta.key}", keygen=self.config.ssh_keygen
-                )
+                pair = await generate_key_pair(f"lahar job {job.meta.key}", keygen=self.config.ssh_keygen)
             except KeyGenerationError as exc:
                 log.error("cannot generate an ssh key pair", job=job.meta.key, error=str(exc))
                 raise Unavailable(f"cannot generate the ssh key pair of Job {job.meta.key}: {exc}") from exc
-        return with_key_pairs(decided, pairs) if pairs else decided
+            secrets[job.meta.key] = job_secret(job, pair, self.secrets_recipient)
+            if self.secrets_recipient is None:
+                log.warning("ssh key pair written unsealed (no secrets key)", job=job.meta.key)
+        return with_secrets(decided, secrets) if secrets else decided
 
     async def _publish(self, writes: Sequence[Write], request_id: str, context: Context | None = None) -> int:
         """Append the writes (atomically when several); returns the sequence of the last one. The events

@@ -55,7 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     e2e.add_argument("--keep-home", action="store_true", help="keep the stack's directory (logs) afterwards")
     e2e.add_argument(
-        "--no-auth", action="store_true", help="the bus without authentication (what authentication costs)"
+        "--no-auth",
+        action="store_true",
+        help="the bus without authentication and without TLS (what security costs)",
+    )
+    e2e.add_argument(
+        "--no-tls", action="store_true", help="NATS and etcd without TLS, authentication on (what TLS costs)"
     )
     e2e.add_argument("--repeat", type=int, default=1, help="run N times, each on a new stack; print medians")
     e2e.add_argument("-o", "--output", choices=("json", "table"), default="table")
@@ -159,6 +164,7 @@ def run_e2e(args: argparse.Namespace) -> int:
         replay=args.replay,
         keep_home=args.keep_home,
         no_auth=args.no_auth,
+        no_tls=args.no_tls,
     )
     started = time.monotonic()
 

@@ -177,7 +177,10 @@ async def _kill_leader(stack: BenchStack, log: BindLog) -> Kill:
 async def _measure(spec: FailoverSpec, stack: BenchStack, say: Callable[[str], None]) -> dict[str, Any]:
     assert stack.state is not None
     bus = await Bus.connect(
-        stack.state.nats_url, name="lahar-bench-failover", creds=stack.state.admin_creds or None
+        stack.state.nats_url,
+        name="lahar-bench-failover",
+        creds=stack.state.admin_creds or None,
+        tls_ca=stack.state.tls_ca or None,
     )
     log, stop = BindLog(), asyncio.Event()
     published: list[str] = []

@@ -3,7 +3,8 @@
 They find the cluster from `stack.json` in the lahar home (`lahar up`), unless --nats-url and
 --etcd-endpoint (or $LAHAR_NATS_URL and $LAHAR_ETCD_ENDPOINT) name one, and connect to NATS with --creds
 (or $LAHAR_CREDS), by default the local stack's operator credentials (<home>/creds/admin.nk, written by
-`lahar up` and named in stack.json). Writes go to admission, reads
+`lahar up` and named in stack.json), verifying NATS's and etcd's certificates with --tls-ca (or
+$LAHAR_TLS_CA), by default the local stack's CA (<home>/tls/ca.pem). Writes go to admission, reads
 come from the read model, `events` from the event log and `logs` from the pod's node agent.
 """
 
@@ -45,6 +46,13 @@ def add_connection(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="NATS credentials file (default $LAHAR_CREDS, else the local stack's admin credentials)",
     )
+    group.add_argument(
+        "--tls-ca",
+        default=os.environ.get("LAHAR_TLS_CA"),
+        metavar="FILE",
+        help="CA file NATS's and etcd's certificates chain to (default $LAHAR_TLS_CA, else the local "
+        "stack's, when it runs with TLS)",
+    )
     group.add_argument("--home", help="the stack's state directory (default $LAHAR_HOME or ~/.lahar)")
 
 
@@ -79,12 +87,23 @@ def credentials(args: argparse.Namespace) -> str | None:
     return state.admin_creds or None if state is not None else None
 
 
+def tls_ca(args: argparse.Namespace) -> str | None:
+    """--tls-ca or $LAHAR_TLS_CA, else the CA of the stack running from the home (none when it runs
+    without TLS, or no stack runs there)."""
+    if args.tls_ca:
+        return str(args.tls_ca)
+    state = StackState.read(lahar_home(args.home))
+    return state.tls_ca or None if state is not None else None
+
+
 def run(args: argparse.Namespace, body: Body) -> int:
     """Connect, run body, close; errors become a message on stderr and an exit status."""
 
     async def main() -> int:
         nats_url, etcd_endpoint = endpoints(args)
-        async with await LaharClient.connect(nats_url, etcd_endpoint, creds=credentials(args)) as client:
+        async with await LaharClient.connect(
+            nats_url, etcd_endpoint, creds=credentials(args), tls_ca=tls_ca(args)
+        ) as client:
             return await body(client)
 
     try:

@@ -47,7 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument(
         "--no-auth",
         action="store_true",
-        help="run the bus without authentication, open to anyone who reaches it (debugging, measuring)",
+        help="run the bus without authentication and NATS and etcd without TLS, open to anyone who "
+        "reaches them (debugging, measuring)",
+    )
+    up.add_argument(
+        "--no-tls",
+        action="store_true",
+        help="NATS and etcd over plain TCP (authentication stays on; measuring what TLS costs)",
     )
     up.add_argument("--home", help="state directory (default $LAHAR_HOME or ~/.lahar)")
     up.set_defaults(handler=run_up)
@@ -66,10 +72,13 @@ def _running(home) -> StackState | None:
 
 
 def describe(state: StackState) -> str:
-    etcd = ",".join(f"http://{endpoint}" for endpoint in state.etcd_endpoint.split(","))
+    scheme = "https" if state.tls_ca else "http"
+    etcd = ",".join(f"{scheme}://{endpoint}" for endpoint in state.etcd_endpoint.split(","))
     lines = [f"nats      {state.nats_url}", f"etcd      {etcd}"]
     if state.admin_creds:
         lines.append(f"creds     {state.admin_creds} (admin; the CLI's default)")
+    if state.tls_ca:
+        lines.append(f"tls ca    {state.tls_ca} (the CLI's default)")
     for service in state.services:
         lines.append(
             f"{service.name:<20} pid {service.pid:<8} http://127.0.0.1:{service.metrics_port}/metrics"
@@ -92,7 +101,9 @@ def run_up(args: argparse.Namespace) -> int:
         def ready(state: StackState) -> None:
             print(describe(state) + "\nready; Ctrl-C stops the stack", flush=True)
 
-        return asyncio.run(Supervisor(home, specs, on_ready=ready, ha=args.ha, secure=not args.no_auth).run())
+        tls = not (args.no_auth or args.no_tls)  # --no-auth: everything open, as before
+        foreground = Supervisor(home, specs, on_ready=ready, ha=args.ha, secure=not args.no_auth, tls=tls)
+        return asyncio.run(foreground.run())
     home.mkdir(parents=True, exist_ok=True)
     with (home / "supervisor.log").open("ab") as log:
         command = [sys.executable, "-m", "services.cli.stack", "--home", str(home)]
@@ -100,6 +111,7 @@ def run_up(args: argparse.Namespace) -> int:
         command += ["--standbys"] if standbys else []
         command += ["--ha"] if args.ha else []
         command += ["--no-auth"] if args.no_auth else []
+        command += ["--no-tls"] if args.no_tls else []
         supervisor = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
@@ -197,6 +209,7 @@ def run_status(args: argparse.Namespace) -> int:
             "nats_url": state.nats_url,
             "etcd_endpoint": state.etcd_endpoint,
             "admin_creds": state.admin_creds,
+            "tls_ca": state.tls_ca,
             "processes": rows,
         }
         print(json.dumps(document, indent=2))

@@ -43,7 +43,9 @@ from shared.bus.records import BatchAck, PublishAck, StreamRecord
 from shared.bus.replay import Filters
 from shared.bus.retries import LEADERLESS, LEADERLESS_WAIT_S, until_answered, with_retries
 from shared.bus.streams import EnsuredStream, StreamSpec, ensure_stream
+from shared.bus.tls_handshake import ErrorCallback, first_connection
 from shared.security.credentials import read_credentials
+from shared.security.tls import client_context
 
 log = structlog.get_logger(__name__)
 
@@ -134,6 +136,7 @@ class Bus:
         request_timeout_s: float = 5.0,
         reconnect_wait_s: float = 0.5,
         creds: str | None = None,
+        tls_ca: str | None = None,
     ) -> Bus:
         """Connect, reconnecting forever after the connection drops (a service outlives server restarts).
         Listeners added with `on_connection_change` hear of every drop, reconnection and slow consumer.
@@ -141,7 +144,8 @@ class Bus:
         servers: one URL, several (a list, or one string comma-separated): the servers of a cluster.
         The client connects to one of them (in random order, so clients spread over the cluster) and,
         when it loses that one, reconnects to the next that answers, resubscribing its subscriptions.
-        creds: the user's credentials file (shared/security/credentials.py); None for an open server."""
+        creds: the user's credentials file (shared/security/credentials.py); None for an open server.
+        tls_ca: the CA file the servers' certificates must chain to (TLS); None for plain TCP."""
         listeners: list[ConnectionListener] = []
         credentials = read_credentials(creds) if creds else None
 
@@ -161,17 +165,24 @@ class Bus:
             tell("reconnected")
 
         pool = [url.strip() for url in servers.split(",")] if isinstance(servers, str) else list(servers)
-        nc = await nats.connect(
-            servers=pool,
-            name=name,
-            connect_timeout=request_timeout_s,
-            reconnect_time_wait=reconnect_wait_s,
-            max_reconnect_attempts=-1,
-            error_cb=on_error,
-            disconnected_cb=on_disconnected,
-            reconnected_cb=on_reconnected,
-            **(credentials.connect_options() if credentials is not None else {}),
-        )
+        tls = {"tls": client_context(tls_ca)} if tls_ca else {}
+
+        def connect(error_cb: ErrorCallback) -> Awaitable[NatsClient]:
+            return nats.connect(
+                servers=pool,
+                name=name,
+                connect_timeout=request_timeout_s,
+                reconnect_time_wait=reconnect_wait_s,
+                max_reconnect_attempts=-1,
+                error_cb=error_cb,
+                disconnected_cb=on_disconnected,
+                reconnected_cb=on_reconnected,
+                **(credentials.connect_options() if credentials is not None else {}),
+                **tls,
+            )
+
+        # a certificate that does not verify raises (TlsHandshakeFailed): no retry can fix it
+        nc = await first_connection(connect, on_error, tls=bool(tls), retry_wait_s=reconnect_wait_s)
         return cls(
             nc,
             request_timeout_s=request_timeout_s,

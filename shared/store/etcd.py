@@ -23,6 +23,7 @@ import grpc
 import structlog
 from aetcd import rpc
 
+from shared.store.etcd_channel import etcd_client
 from shared.store.etcd_ops import (
     Compare,
     Delete,
@@ -136,16 +137,21 @@ class Etcd:
         self._closed = False
 
     @classmethod
-    async def connect(cls, host: str, port: int, *, timeout_s: float = 5.0) -> Etcd:
+    async def connect(
+        cls, host: str, port: int, *, timeout_s: float = 5.0, tls_ca: str | None = None
+    ) -> Etcd:
         """Open a channel and wait until etcd answers (up to timeout_s)."""
-        return await cls.connect_cluster([(host, port)], timeout_s=timeout_s)
+        return await cls.connect_cluster([(host, port)], timeout_s=timeout_s, tls_ca=tls_ca)
 
     @classmethod
-    async def connect_cluster(cls, endpoints: Sequence[tuple[str, int]], *, timeout_s: float = 5.0) -> Etcd:
+    async def connect_cluster(
+        cls, endpoints: Sequence[tuple[str, int]], *, timeout_s: float = 5.0, tls_ca: str | None = None
+    ) -> Etcd:
         """Open a channel to every member and wait until one answers (trying each in turn, up to
-        timeout_s); calls then go to that member until it is unavailable."""
+        timeout_s); calls then go to that member until it is unavailable. tls_ca: the CA file whose
+        certificates the members must present (TLS, shared/store/etcd_channel.py); None: plain."""
         clients = [
-            aetcd.Client(host=host, port=port, timeout=timeout_s, options=dict(_CHANNEL_OPTIONS))
+            etcd_client(host, port, timeout_s=timeout_s, options=_CHANNEL_OPTIONS, tls_ca=tls_ca)
             for host, port in endpoints
         ]
         for client in clients:

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import nats
 import nats.errors
@@ -26,6 +27,7 @@ from shared.bus.subjects import EVENTS_STREAM, event_filter, event_subject, inta
 from shared.client import LaharClient
 from shared.security.credentials import new_user, read_credentials, write_private
 from shared.security.permissions import ADMIN, Identity
+from shared.security.tls import client_context
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -69,6 +71,11 @@ def creds(stack: Stack, user: str) -> Path:
     return stack.home / "creds" / f"{user}.nk"
 
 
+def tls(stack: Stack) -> dict[str, Any]:
+    """nats-py's options for the stack's TLS (which `lahar up` turns on with the identities)."""
+    return {"tls": client_context(stack.state.tls_ca)} if stack.state.tls_ca else {}
+
+
 @contextlib.asynccontextmanager
 async def connected(stack: Stack, user: str) -> AsyncIterator[tuple[NatsClient, Refusals]]:
     refusals = Refusals()
@@ -77,6 +84,7 @@ async def connected(stack: Stack, user: str) -> AsyncIterator[tuple[NatsClient, 
         allow_reconnect=False,
         error_cb=refusals.on_error,
         **read_credentials(creds(stack, user)).connect_options(),
+        **tls(stack),
     )
     try:
         yield nc, refusals
@@ -106,7 +114,12 @@ async def try_to_publish_an_event(stack: Stack, user: str, subject: str, data: b
 
 
 async def records_on(stack: Stack, subject_filter: str) -> list[tuple[str, bytes]]:
-    bus = await Bus.connect(stack.state.nats_url, name="identities-test", creds=stack.state.admin_creds)
+    bus = await Bus.connect(
+        stack.state.nats_url,
+        name="identities-test",
+        creds=stack.state.admin_creds,
+        tls_ca=stack.state.tls_ca or None,
+    )
     try:
         return [(r.subject, r.data) async for r in bus.replay(EVENTS_STREAM, subject_filter=subject_filter)]
     finally:
@@ -115,7 +128,12 @@ async def records_on(stack: Stack, subject_filter: str) -> list[tuple[str, bytes
 
 async def first_record(stack: Stack, subject_filter: str, timeout_s: float = 60.0) -> None:
     """Wait until the log holds a record on subject_filter (following it from the start)."""
-    bus = await Bus.connect(stack.state.nats_url, name="identities-test", creds=stack.state.admin_creds)
+    bus = await Bus.connect(
+        stack.state.nats_url,
+        name="identities-test",
+        creds=stack.state.admin_creds,
+        tls_ca=stack.state.tls_ca or None,
+    )
     try:
         async with asyncio.timeout(timeout_s):
             async for _ in bus.follow(EVENTS_STREAM, subject_filter=subject_filter):
@@ -126,7 +144,7 @@ async def first_record(stack: Stack, subject_filter: str, timeout_s: float = 60.
 
 async def test_a_connection_without_credentials_or_with_unknown_ones_is_refused(stack: Stack) -> None:
     with pytest.raises(nats.errors.Error, match=r"(?i)authorization violation"):
-        await nats.connect(stack.state.nats_url, allow_reconnect=False, connect_timeout=5)
+        await nats.connect(stack.state.nats_url, allow_reconnect=False, connect_timeout=5, **tls(stack))
     stranger = stack.home / "stranger.nk"
     write_private(stranger, new_user(Identity(ADMIN, ADMIN)).file_text())  # a key the server never saw
     with pytest.raises(nats.errors.Error, match=r"(?i)authorization violation"):
@@ -135,6 +153,7 @@ async def test_a_connection_without_credentials_or_with_unknown_ones_is_refused(
             allow_reconnect=False,
             connect_timeout=5,
             **read_credentials(stranger).connect_options(),
+            **tls(stack),
         )
 
 
@@ -177,7 +196,10 @@ async def test_a_forged_pod_bound_never_reaches_the_log(stack: Stack) -> None:
     PodBound from a client, then from a service that is not the binder."""
     pod = f"forged-{uuid.uuid4().hex[:8]}"
     async with await LaharClient.connect(
-        stack.state.nats_url, stack.state.etcd_endpoint, creds=stack.state.admin_creds
+        stack.state.nats_url,
+        stack.state.etcd_endpoint,
+        creds=stack.state.admin_creds,
+        tls_ca=stack.state.tls_ca or None,
     ) as client:
         answer = await client.apply(pod_manifest(pod))
         assert answer.accepted, answer

@@ -168,7 +168,12 @@ def kill_and_await_restart(stack: Stack, name: str) -> Kill:
 
 
 async def read_log(state: StackState) -> list[Event]:
-    bus = await Bus.connect(state.nats_url, name="crash-recovery-test", creds=state.admin_creds or None)
+    bus = await Bus.connect(
+        state.nats_url,
+        name="crash-recovery-test",
+        creds=state.admin_creds or None,
+        tls_ca=state.tls_ca or None,
+    )
     try:
         return [
             to_event(record.seq, parse_event_subject(record.subject), record.envelope())
@@ -193,7 +198,7 @@ def wait_underway(stack: Stack) -> None:
 async def wait_jobs(state: StackState, jobs: list[str]) -> dict[str, str]:
     """What `lahar wait job X --for Completed` reports, for every job at once (the same client call)."""
     async with await LaharClient.connect(
-        state.nats_url, state.etcd_endpoint, creds=state.admin_creds or None
+        state.nats_url, state.etcd_endpoint, creds=state.admin_creds or None, tls_ca=state.tls_ca or None
     ) as client:
         results = await asyncio.gather(
             *(client.wait_job(key.split("/")[1], "default", timeout_s=COMPLETION_TIMEOUT_S) for key in jobs)
@@ -289,7 +294,12 @@ QUIET_TIMEOUT_S = 60.0
 
 
 async def last_seq(state: StackState) -> int:
-    bus = await Bus.connect(state.nats_url, name="crash-recovery-test", creds=state.admin_creds or None)
+    bus = await Bus.connect(
+        state.nats_url,
+        name="crash-recovery-test",
+        creds=state.admin_creds or None,
+        tls_ca=state.tls_ca or None,
+    )
     try:
         return await bus.last_seq(EVENTS_STREAM)
     finally:

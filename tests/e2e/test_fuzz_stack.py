@@ -139,7 +139,7 @@ def intake_counts(state: StackState) -> dict[str, float]:
 async def fuzz(stack: Stack, api: list[Mutant], intake: list[Mutant]) -> dict[str, Any]:
     state = stack.state
     async with await LaharClient.connect(
-        state.nats_url, state.etcd_endpoint, creds=state.admin_creds or None
+        state.nats_url, state.etcd_endpoint, creds=state.admin_creds or None, tls_ca=state.tls_ca or None
     ) as client:
         client.request_timeout_s = REQUEST_TIMEOUT_S
         queue = await client.apply(QUEUE)

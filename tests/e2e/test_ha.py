@@ -17,12 +17,14 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import signal
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import nats.errors
@@ -67,9 +69,10 @@ class SteadyWorkload:
     """Publishes gang jobs onto the intake stream at PODS_PER_S from a thread of its own, retrying each
     publish (same message id) while the cluster cannot take it, until stopped."""
 
-    def __init__(self, nats_url: str, creds: str | None) -> None:
+    def __init__(self, nats_url: str, creds: str | None, tls_ca: str | None) -> None:
         self.nats_url = nats_url
         self.creds = creds  # the operator's: a client may publish intake manifests
+        self.tls_ca = tls_ca
         self.published: list[str] = []  # namespace/name of every job the intake stream stored
         self.stopping = threading.Event()
         self.error: BaseException | None = None
@@ -90,7 +93,7 @@ class SteadyWorkload:
             self.error = exc
 
     async def _publish(self) -> None:
-        bus = await Bus.connect(self.nats_url, name="ha-test-workload", creds=self.creds)
+        bus = await Bus.connect(self.nats_url, name="ha-test-workload", creds=self.creds, tls_ca=self.tls_ca)
         try:
             batch = 0
             while not self.stopping.is_set():
@@ -170,12 +173,13 @@ def events_stream_leader(stack: Stack) -> RunningServer:
 
 
 def etcd_leader(stack: Stack) -> RunningServer:
-    """The etcd member leading raft, by the maintenance API's status of each member."""
+    """The etcd member leading raft, as each member's metrics tell (served next to its health check, on
+    plain HTTP whether or not its clients and peers use TLS)."""
     for member in (s for s in servers(stack) if s.name.startswith("etcd")):
-        request = urllib.request.Request(f"{member.url}/v3/maintenance/status", data=b"{}", method="POST")
-        with urllib.request.urlopen(request, timeout=5) as response:
-            status = json.loads(response.read())
-        if status["header"]["member_id"] == status["leader"]:
+        metrics = member.health_url.rsplit("/health", 1)[0] + "/metrics"
+        with urllib.request.urlopen(metrics, timeout=5) as response:
+            text = response.read().decode()
+        if re.search(r"^etcd_server_is_leader 1$", text, re.M):
             return member
     pytest.fail("no etcd member says it leads")
 
@@ -241,7 +245,9 @@ def ha_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HaRun]:
     home = tmp_path_factory.mktemp("lahar-ha")
     stack = start_stack(home, "--ha", "--sim-nodes", str(SIM_NODES))
     final: StackState | None = None
-    workload = SteadyWorkload(stack.state.nats_url, stack.state.admin_creds or None)
+    workload = SteadyWorkload(
+        stack.state.nats_url, stack.state.admin_creds or None, stack.state.tls_ca or None
+    )
     try:
         wait_binds_past(stack, time.time() + 2.0)
         losses = []
@@ -271,6 +277,26 @@ def test_the_stack_runs_three_nats_servers_and_three_etcd_members_with_standbys(
     assert {"nats-server-1", "nats-server-2", "nats-server-3", "etcd-1", "etcd-2", "etcd-3"} <= names
     assert {"binder-2", "job-controller-2", "queue-controller-2"} <= names
     assert ha_run.final.nats_url.count(",") == 2 and ha_run.final.etcd_endpoint.count(",") == 2
+
+
+def test_the_members_route_and_peer_over_tls_verifying_each_other(ha_run: HaRun) -> None:
+    """The clusters formed (the stack is ready) with routes and peer connections that take only TLS
+    and check the other end's certificate against the stack's CA."""
+    assert ha_run.final.tls_ca
+    for server in ha_run.final.servers:
+        if server.name.startswith("nats-server"):
+            monitor = server.health_url.rsplit("/healthz", 1)[0]
+            with urllib.request.urlopen(f"{monitor}/varz", timeout=5) as response:
+                cluster = json.loads(response.read())["cluster"]
+            assert cluster["tls_required"] and cluster["tls_verify"], cluster
+            with urllib.request.urlopen(f"{monitor}/routez", timeout=5) as response:
+                assert json.loads(response.read())["num_routes"] >= 2, server.name
+            assert server.url.startswith("tls://")
+        else:
+            assert server.url.startswith("https://")
+            log = Path(server.log).read_text()
+            assert re.search(r'"starting with peer TLS".*client-cert-auth = true', log), server.name
+            assert "--initial-cluster lahar-etcd-1=https://" in log, server.name
 
 
 def test_binding_never_stopped_for_long_around_either_loss(ha_run: HaRun) -> None:

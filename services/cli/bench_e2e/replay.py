@@ -56,7 +56,7 @@ async def replay_rates(stack: BenchStack, say: Callable[[str], None]) -> dict[st
     state = stack.state
     assert state is not None
     host, _, port = state.etcd_endpoint.rpartition(":")
-    etcd = await Etcd.connect(host, int(port))
+    etcd = await Etcd.connect(host, int(port), tls_ca=state.tls_ca or None)
     rates: dict[str, dict[str, float]] = {}
     try:
         # the supervisor rewrites the state as it restarts services: their pids as of now

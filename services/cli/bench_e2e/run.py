@@ -51,6 +51,7 @@ class BenchSpec:
     round_timeout_s: float = 900.0
     keep_home: bool = False
     no_auth: bool = False  # the bus open, as before identities (to measure what they cost)
+    no_tls: bool = False  # NATS and etcd over plain TCP, authentication on (to measure what TLS costs)
 
 
 class _Round:
@@ -166,11 +167,13 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
     # the jobs go in as the operator's client; the scratch stream of the raw rate is made by the one
     # user allowed to create streams (docs/security.md)
     admin = stack.state.admin_creds or None
-    bus = await Bus.connect(stack.state.nats_url, name="lahar-bench", creds=admin)
+    tls_ca = stack.state.tls_ca or None
+    bus = await Bus.connect(stack.state.nats_url, name="lahar-bench", creds=admin, tls_ca=tls_ca)
     scratch = await Bus.connect(
         stack.state.nats_url,
         name="lahar-bench-raw",
         creds=str(creds_path(stack.home, PROVISIONER)) if admin else None,
+        tls_ca=tls_ca,
     )
     try:
         say("measuring the raw publish rate")
@@ -216,7 +219,7 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
 
 def run_bench(spec: BenchSpec, say: Callable[[str], None]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="lahar-bench-"))
-    stack = BenchStack(home, spec.nodes, spec.replicas, no_auth=spec.no_auth)
+    stack = BenchStack(home, spec.nodes, spec.replicas, no_auth=spec.no_auth, no_tls=spec.no_tls)
     try:
         say(f"starting a stack of {spec.nodes} hollow nodes, {spec.replicas} scheduler replica(s) in {home}")
         ready_s = stack.start(spec.ready_timeout_s, say)

@@ -19,13 +19,21 @@ STOP_TIMEOUT_S = 60.0
 
 class BenchStack:
     def __init__(
-        self, home: Path, sim_nodes: int, replicas: int, *, standbys: bool = False, no_auth: bool = False
+        self,
+        home: Path,
+        sim_nodes: int,
+        replicas: int,
+        *,
+        standbys: bool = False,
+        no_auth: bool = False,
+        no_tls: bool = False,
     ) -> None:
         self.home = home
         self.sim_nodes = sim_nodes
         self.replicas = replicas
         self.standbys = standbys
         self.no_auth = no_auth
+        self.no_tls = no_tls
         self.process: subprocess.Popen[bytes] | None = None
         self.state: StackState | None = None
 
@@ -37,6 +45,7 @@ class BenchStack:
         command += ["--sim-nodes", str(self.sim_nodes), "--replicas", str(self.replicas)]
         command += ["--standbys"] if self.standbys else []
         command += ["--no-auth"] if self.no_auth else []
+        command += ["--no-tls"] if self.no_tls else []
         started = time.monotonic()
         with (self.home / "supervisor.log").open("ab") as log:
             self.process = subprocess.Popen(

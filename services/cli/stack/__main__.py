@@ -19,11 +19,14 @@ def main() -> int:
     parser.add_argument("--standbys", action="store_true")
     parser.add_argument("--ha", action="store_true")
     parser.add_argument("--no-auth", action="store_true")
+    parser.add_argument("--no-tls", action="store_true")
     args = parser.parse_args()
     home = lahar_home(args.home)
     standbys = args.standbys or args.ha  # a cluster that survives a server's loss wants standbys too
     specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas, standbys=standbys)
-    return asyncio.run(Supervisor(home, specs, ha=args.ha, secure=not args.no_auth).run())
+    # --no-auth leaves everything open as before; --no-tls drops only TLS
+    tls = not (args.no_auth or args.no_tls)
+    return asyncio.run(Supervisor(home, specs, ha=args.ha, secure=not args.no_auth, tls=tls).run())
 
 
 if __name__ == "__main__":

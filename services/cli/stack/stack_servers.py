@@ -9,7 +9,9 @@ LAHAR_STREAM_REPLICAS in deploy/compose), so none of them finds the streams diff
 would have created.
 
 With identities on the bus (docs/security.md) every nats-server loads the same users, and only the
-`provisioner` may create streams, so the stack creates them as that user whatever the topology.
+`provisioner` may create streams, so the stack creates them as that user whatever the topology. With
+TLS (stack_tls.py) every server serves its clients and its peers over TLS, and every service is told the
+CA to verify them with (`--tls-ca`).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import nats.js.errors
 import structlog
 
 from services.cli.stack.identities import StackCredentials
+from services.cli.stack.stack_tls import StackTls
 from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
 from shared.bus.streams import standard_streams
 from shared.server_cluster import CLUSTER_SIZE, astart_cluster, etcd_cluster, nats_cluster
-from shared.servers import EtcdServer, NatsServer, http_ok
+from shared.servers import ConfiguredNats, EtcdServer, NatsServer, http_ok
 
 log = structlog.get_logger(__name__)
 
@@ -42,6 +45,7 @@ class StackServers:
     nats: list[NatsServer]
     etcd: list[EtcdServer]
     stream_replicas: int
+    tls_ca: str = ""  # the CA file clients verify the servers with; empty: plain TCP
 
     @property
     def all(self) -> list[Server]:
@@ -56,29 +60,46 @@ class StackServers:
         return ",".join(f"{server.host}:{server.port}" for server in self.etcd)
 
     def service_args(self) -> tuple[str, ...]:
-        """What every service is told beyond the addresses: the streams' replica count."""
-        return ("--stream-replicas", str(self.stream_replicas)) if self.stream_replicas > 1 else ()
+        """What every service is told beyond the addresses: the streams' replica count, the TLS CA."""
+        replicas = ("--stream-replicas", str(self.stream_replicas)) if self.stream_replicas > 1 else ()
+        return (*replicas, *(("--tls-ca", self.tls_ca) if self.tls_ca else ()))
 
 
-async def start_servers(home: Path, *, ha: bool, credentials: StackCredentials | None = None) -> StackServers:
+async def start_servers(
+    home: Path, *, ha: bool, credentials: StackCredentials | None = None, tls: StackTls | None = None
+) -> StackServers:
     """Start the stack's servers and return once services can use them. credentials: the bus's users
-    (None: an open bus, whose services create the streams they use themselves)."""
-    nats_args = credentials.server_args if credentials is not None else ()
+    (None: an open bus, whose services create the streams they use themselves); tls: the servers'
+    certificates (None: plain TCP)."""
     provisioner = credentials.provisioner if credentials is not None else None
+    tls_ca = str(tls.ca) if tls is not None else ""
     if not ha:
-        nats = await NatsServer.astart_in(home / "nats", extra_args=nats_args)
+        nats_args = credentials.server_args if credentials is not None else ()
+        nats_tls = tls.nats if tls is not None else None
+        # with users, its configuration file (identities.server_conf) carries its TLS too: reloadable
+        server_class = ConfiguredNats if credentials is not None else NatsServer
+        nats = await server_class.astart_in(home / "nats", extra_args=nats_args, tls=nats_tls)
         try:
             if provisioner is not None:
-                single = StackServers([nats], [], stream_replicas=1)
+                single = StackServers([nats], [], stream_replicas=1, tls_ca=tls_ca)
                 await _create_streams(single, time.monotonic() + CLUSTER_READY_TIMEOUT_S, provisioner)
-            etcd = await EtcdServer.astart_in(home / "etcd")
+            etcd = await EtcdServer.astart_in(home / "etcd", tls=tls.etcd if tls is not None else None)
         except BaseException:
             await nats.astop()
             raise
-        return StackServers([nats], [etcd], stream_replicas=1)
-    nats_members = nats_cluster(home, nats_args)
-    etcd_members = etcd_cluster(home)
-    servers = StackServers(list(nats_members), list(etcd_members), stream_replicas=CLUSTER_SIZE)
+        return StackServers([nats], [etcd], stream_replicas=1, tls_ca=tls_ca)
+    # a member's configuration file includes the users (nats-server reads one file: its routes' TLS)
+    nats_members = nats_cluster(
+        home,
+        include=credentials.conf if credentials is not None else None,
+        tls=tls.nats if tls is not None else None,
+    )
+    etcd_members = etcd_cluster(
+        home, tls=tls.etcd if tls is not None else None, peer_tls=tls.etcd_peer if tls is not None else None
+    )
+    servers = StackServers(
+        list(nats_members), list(etcd_members), stream_replicas=CLUSTER_SIZE, tls_ca=tls_ca
+    )
     try:
         await astart_cluster(nats_members)
         await astart_cluster(etcd_members)
@@ -100,6 +121,7 @@ async def _create_streams(servers: StackServers, deadline: float, creds: str | N
         name="lahar-provisioner",
         request_timeout_s=_STREAM_REQUEST_TIMEOUT_S,
         creds=creds,
+        tls_ca=servers.tls_ca or None,
     )
     try:
         while True:

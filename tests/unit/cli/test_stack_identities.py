@@ -17,6 +17,7 @@ from services.cli.stack.tenants import (
 )
 from shared.security.credentials import new_user, read_credentials
 from shared.security.permissions import CLIENTS_ACCOUNT, SERVICES_ACCOUNT, TENANT, Identity
+from shared.security.secret_keys import issue_secrets_keys
 
 
 def test_every_process_and_the_operator_get_a_private_file_and_a_place_in_the_config(tmp_path: Path) -> None:
@@ -71,3 +72,16 @@ def test_the_node_agent_writes_under_its_agent_id(tmp_path: Path) -> None:
     assert real.identity is not None and real.identity.producer == "node-agent.host-a"
     assert sim.args[sim.args.index("--agent-id") + 1] == "sim"
     assert real.args[real.args.index("--agent-id") + 1] == "host-a"
+
+
+def test_only_admission_gets_the_secrets_public_key_and_only_node_agents_the_private_one(
+    tmp_path: Path,
+) -> None:
+    specs = service_specs(tmp_path, 0, "host-a", 2, standbys=True)
+    keys = issue_secrets_keys(tmp_path / "creds")
+    given = {spec.name: spec.secrets_args(keys) for spec in specs}
+    assert given.pop("admission") == ("--secrets-public-key", str(keys.public))
+    assert given.pop("node-agent") == ("--secrets-key", str(keys.private))
+    assert all(args == () for args in given.values()), given  # nobody else may open or seal secrets
+    # an open stack (`lahar up --no-auth`) has no key: admission writes secrets unsealed, as before
+    assert all(spec.secrets_args(None) == () for spec in specs)
