@@ -22,11 +22,13 @@ import json
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import nats
 import nats.errors
+from nats.aio.client import Client as NatsClient
 
 from services.cli import output
 from services.cli.cluster_cmd import command, run
@@ -39,10 +41,12 @@ from services.cli.stack.tenants import (
     tenant_creds_path,
     write_auth_conf,
 )
+from shared.bus.tls_handshake import ErrorCallback, first_connection
 from shared.client import LaharClient, LaharError
 from shared.client_reads import Answer
 from shared.security.credentials import new_user, read_credentials, write_private
 from shared.security.permissions import TENANT, Identity
+from shared.security.tls import client_context
 
 RELOAD_TIMEOUT_S = 10.0  # how long `add` waits for the servers to accept the new key
 _RETRY_S = 0.1
@@ -141,7 +145,7 @@ def run_add(args: argparse.Namespace) -> int:
                 f"lahar: could not signal {', '.join(missed)}; they load the key when restarted",
                 file=sys.stderr,
             )
-        if not await accepted(state.nats_url, target):
+        if not await accepted(state.nats_url, target, state.tls_ca or None):
             print(
                 f"lahar: the servers did not accept {target} within {RELOAD_TIMEOUT_S:.0f}s", file=sys.stderr
             )
@@ -152,21 +156,31 @@ def run_add(args: argparse.Namespace) -> int:
     return run(args, add)
 
 
-async def accepted(nats_url: str, creds: Path) -> bool:
+async def accepted(nats_url: str, creds: Path, tls_ca: str | None) -> bool:
     """Whether every server of the stack accepts the credentials, trying each until RELOAD_TIMEOUT_S (a
-    reload takes a moment): a tenant connecting to any of them once `add` returns gets in."""
-    options = read_credentials(creds).connect_options()
+    reload takes a moment): a tenant connecting to any of them once `add` returns gets in. tls_ca: the
+    stack's CA, when its servers take TLS only."""
+    options: dict[str, Any] = dict(read_credentials(creds).connect_options())
+    if tls_ca:
+        options["tls"] = client_context(tls_ca)
     deadline = time.monotonic() + RELOAD_TIMEOUT_S
 
     async def quiet(_exc: Exception) -> None:  # a refusal before the reload is expected, not news
         return None
 
+    def connector(url: str) -> Callable[[ErrorCallback], Awaitable[NatsClient]]:
+        async def connect(error_cb: ErrorCallback) -> NatsClient:
+            return await nats.connect(
+                url, allow_reconnect=False, connect_timeout=2, error_cb=error_cb, **options
+            )
+
+        return connect
+
     for url in nats_url.split(","):
         while True:
             try:
-                nc = await nats.connect(
-                    url, allow_reconnect=False, connect_timeout=2, error_cb=quiet, **options
-                )
+                # guarded: nats-py would wait forever after a failed first TLS handshake (tls_handshake.py)
+                nc = await first_connection(connector(url), quiet, tls=bool(tls_ca))
             except Exception:  # refused (not reloaded yet), or the server is busy: again, until the deadline
                 if time.monotonic() > deadline:
                     return False

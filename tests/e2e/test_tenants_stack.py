@@ -33,6 +33,7 @@ from shared.bus.subjects import (
 )
 from shared.client import LaharClient
 from shared.security.credentials import read_credentials
+from shared.security.tls import client_context
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -77,7 +78,9 @@ class Tenants:
 
     async def client(self, creds: Path | str) -> LaharClient:
         state = self.stack.state
-        return await LaharClient.connect(state.nats_url, state.etcd_endpoint, creds=str(creds))
+        return await LaharClient.connect(
+            state.nats_url, state.etcd_endpoint, creds=str(creds), tls_ca=state.tls_ca or None
+        )
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +175,7 @@ async def test_the_same_rules_hold_for_intake(tenants: Tenants) -> None:
         stack.state.nats_url,
         allow_reconnect=False,
         error_cb=refusals.on_error,
+        **tls_options(stack),
         **read_credentials(tenants.a).connect_options(),
     )
     try:
@@ -202,7 +206,12 @@ async def test_the_same_rules_hold_for_intake(tenants: Tenants) -> None:
 
 async def forbidden_letters(stack: Stack, names: set[str], timeout_s: float = 60.0) -> dict[str, DeadLetter]:
     """The intake dead letters of reason forbidden for the named objects, once all are there."""
-    bus = await Bus.connect(stack.state.nats_url, name="tenants-test", creds=stack.state.admin_creds)
+    bus = await Bus.connect(
+        stack.state.nats_url,
+        name="tenants-test",
+        creds=stack.state.admin_creds,
+        tls_ca=stack.state.tls_ca or None,
+    )
     found: dict[str, DeadLetter] = {}
     try:
         async with asyncio.timeout(timeout_s):
@@ -249,12 +258,18 @@ async def test_the_operator_can_do_everything(tenants: Tenants) -> None:
     assert code == 0, out
 
 
+def tls_options(stack: Stack) -> dict[str, Any]:
+    return {"tls": client_context(stack.state.tls_ca)} if stack.state.tls_ca else {}
+
+
 async def refused_soon(stack: Stack, options: dict[str, Any], timeout_s: float = 10.0) -> None:
     """Until the servers refuse the key (they reload their configuration a moment after the signal)."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            nc = await nats.connect(stack.state.nats_url, allow_reconnect=False, **options)
+            nc = await nats.connect(
+                stack.state.nats_url, allow_reconnect=False, **tls_options(stack), **options
+            )
         except nats.errors.Error as exc:
             assert "authorization violation" in str(exc).lower()
             return
