@@ -88,6 +88,24 @@ def _channels() -> dict[str, Any]:
             },
             "messages": {"Manifest": _manifest_message("schema/messages/IntakeHeaders.json")},
         },
+        "tenantIntake": {
+            "address": "lahar.intake.{kind}.{namespace}.{name}.{tenant}",
+            "title": "The intake stream, as a tenant publishes to it",
+            "description": (
+                "The same stream and handling as the intake channel, for a tenant's user (lahar tenant "
+                "add): the server lets it publish only in its namespaces and under its own name, and "
+                "admission authorizes the manifest as that tenant's; one it may not make (another "
+                "namespace, a queue it may not use, a cluster-scoped kind) is moved to LAHAR_DEADLETTER "
+                "with reason forbidden and writes nothing to the log. See intake.md."
+            ),
+            "parameters": {
+                "kind": {"description": "as on the intake channel"},
+                "namespace": {"description": "one of the tenant's namespaces"},
+                "name": {"description": f"the object's name; {_TOKEN}"},
+                "tenant": {"description": "the publishing tenant's name (its credentials file names it)"},
+            },
+            "messages": {"Manifest": _manifest_message("schema/messages/IntakeHeaders.json")},
+        },
         "plans": {
             "address": "lahar.plan.{producer}",
             "title": "Plans for the binder",
@@ -159,6 +177,16 @@ def _channels() -> dict[str, Any]:
         "apiDelete": _api_channel("delete", _json_message("DeleteRequest", "delete an object")),
         "apiCommand": _api_channel(
             "command", _json_message("CommandRequest", "a Volcano command on a Job or Queue")
+        ),
+        "apiTenantApply": _api_channel(
+            "tenant.apply",
+            _json_message("TenantApplyRequest", "register or replace a tenant (operator only)"),
+        ),
+        "apiTenantDelete": _api_channel(
+            "tenant.delete", _json_message("TenantDeleteRequest", "remove a tenant (operator only)")
+        ),
+        "apiTenantList": _api_channel(
+            "tenant.list", _json_message("TenantListRequest", "list the tenants (operator only)")
         ),
         "apiReply": {
             "address": None,
@@ -324,7 +352,14 @@ def _operations() -> dict[str, Any]:
             },
         },
     }
-    for verb, message in (("Apply", "Manifest"), ("Delete", "DeleteRequest"), ("Command", "CommandRequest")):
+    for verb, message in (
+        ("Apply", "Manifest"),
+        ("Delete", "DeleteRequest"),
+        ("Command", "CommandRequest"),
+        ("TenantApply", "TenantApplyRequest"),
+        ("TenantDelete", "TenantDeleteRequest"),
+        ("TenantList", "TenantListRequest"),
+    ):
         channel = f"api{verb}"
         operations[f"admission{verb}"] = {
             **_operation("receive", channel, "admission", [_ref(f"#/channels/{channel}/messages/{message}")]),

@@ -223,6 +223,30 @@ class CommandRequest(Message, frozen=True, kw_only=True):
     weight: Annotated[int, msgspec.Meta(gt=0, description="the new weight, for update")] | None = None
 
 
+class TenantApplyRequest(Message, frozen=True, kw_only=True):
+    """lahar.api.tenant.apply, JSON: register a tenant or replace what it is (the operator's only)."""
+
+    name: Annotated[NonEmpty, msgspec.Meta(description="a DNS label: the last token of its intake subjects")]
+    public_keys: Annotated[
+        tuple[str, ...],
+        msgspec.Meta(description="the nkey public keys (U...) of its users; replaces the old"),
+    ]
+    namespaces: Annotated[tuple[str, ...], msgspec.Meta(description="where it may write (DNS labels)")]
+    queues: Annotated[
+        tuple[str, ...] | None, msgspec.Meta(description="the queues it may submit to; null: every queue")
+    ] = None
+
+
+class TenantDeleteRequest(Message, frozen=True, kw_only=True):
+    """lahar.api.tenant.delete, JSON: remove a tenant (the operator's only)."""
+
+    name: NonEmpty
+
+
+class TenantListRequest(Message, frozen=True, kw_only=True):
+    """lahar.api.tenant.list, JSON (an empty object): the tenants, in the reply's `tenants`."""
+
+
 class ObjectOutcome(Message, frozen=True, kw_only=True):
     kind: str
     namespace: str
@@ -234,11 +258,17 @@ class ApiReply(Message, frozen=True, kw_only=True):
     """The JSON reply to every lahar.api.* request. A refused request wrote nothing."""
 
     accepted: bool
-    code: Literal["ok", "invalid", "conflict", "unavailable", "error"]
+    code: Annotated[
+        Literal["ok", "invalid", "forbidden", "conflict", "unavailable", "error"],
+        msgspec.Meta(description="forbidden: the caller (as the server identified it) may not do this"),
+    ]
     dry_run: bool
     objects: tuple[ObjectOutcome, ...]
     errors: tuple[RejectedField, ...]
     seq: Annotated[Count, msgspec.Meta(description="the log sequence of the last event written, 0: none")]
+    tenants: Annotated[
+        tuple[TenantApplyRequest, ...], msgspec.Meta(description="lahar.api.tenant.list's answer")
+    ] = ()
 
 
 # --- the logs API (core NATS request/reply, answered by the node agent that ran the pod) ---------------
@@ -263,7 +293,7 @@ class LogsError(Message, frozen=True, kw_only=True):
 
 
 QuarantineReason = Literal["not_an_event", "invalid_payload", "wrong_object", "apply_error", "touched_error"]
-DeadLetterReason = Literal["undecodable", "handling_failed", "retries_exhausted"]
+DeadLetterReason = Literal["undecodable", "handling_failed", "retries_exhausted", "forbidden"]
 
 
 class QuarantineRecord(Message, frozen=True, kw_only=True):
@@ -320,7 +350,9 @@ class DeadLetter(Message, frozen=True, kw_only=True):
         msgspec.Meta(
             description=(
                 "undecodable: it is not the message its stream carries; handling_failed: handling it "
-                "raised on every try; retries_exhausted: a transient failure outlasted every redelivery"
+                "raised on every try; retries_exhausted: a transient failure outlasted every redelivery; "
+                "forbidden: its publisher may not make that request (an intake manifest outside its "
+                "tenant's namespaces or queues; nothing was written to the log)"
             )
         ),
     ]
@@ -343,6 +375,9 @@ MESSAGES: dict[str, type[Message] | tuple[type[Message], ...]] = {
     "ApiHeaders": ApiHeaders,
     "DeleteRequest": DeleteRequest,
     "CommandRequest": CommandRequest,
+    "TenantApplyRequest": TenantApplyRequest,
+    "TenantDeleteRequest": TenantDeleteRequest,
+    "TenantListRequest": TenantListRequest,
     "ApiReply": ApiReply,
     "LogsRequest": LogsRequest,
     "LogsReply": (LogsChunk, LogsError),

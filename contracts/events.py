@@ -27,7 +27,9 @@ DESCHEDULER = "descheduler"
 @dataclass(frozen=True, slots=True)
 class EventType:
     name: str
-    subject_kind: str  # job | podgroup | pod | queue | node | priorityclass | hypernode | command | rejection
+    subject_kind: (
+        str  # job | podgroup | pod | queue | node | priorityclass | hypernode | command | rejection | tenant
+    )
     writer: str
     payload_class: type[payloads.Payload]  # what the payload holds (contracts/payloads.py)
     summary: str
@@ -60,7 +62,9 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
         "job",
         ADMISSION,
         payloads.JobSecretCreated,
-        "a Job's generated secret (the ssh plugin's key pair), written with its JobSubmitted",
+        "a Job's generated secret (the ssh plugin's key pair), written with its JobSubmitted, sealed to "
+        "the node agents",
+        version=2,
     ),
     EventType(
         "PodSubmitted",
@@ -121,6 +125,17 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
         ADMISSION,
         payloads.ManifestRejected,
         "a manifest published on the intake stream was invalid; every error is listed",
+    ),
+    # admission: the tenant registry (operator-only API calls; services/admission/tenant_api.py)
+    EventType(
+        "TenantApplied",
+        "tenant",
+        ADMISSION,
+        payloads.TenantApplied,
+        "a tenant was registered or changed: its bus keys, namespaces and queues (docs/security.md)",
+    ),
+    EventType(
+        "TenantDeleted", "tenant", ADMISSION, payloads.Empty, "a tenant was removed; its keys are void"
     ),
     # job-controller: what a Job (or a plain Pod or PodGroup) becomes
     EventType(

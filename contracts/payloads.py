@@ -107,10 +107,34 @@ class JobUpdated(ObjectPayload, frozen=True, kw_only=True):
     pass
 
 
+class SealedSecret(msgspec.Struct, frozen=True, kw_only=True):
+    """A secret sealed to one X25519 public key (shared/security/sealing.py): an ephemeral X25519 key
+    agreement with the recipient, HKDF-SHA256, AES-256-GCM over the secret's identity as associated data.
+    Only the holder of the recipient's private key opens it, and only for the object it was sealed for."""
+
+    algorithm: Annotated[str, _about("the construction; X25519-HKDF-SHA256-AES256GCM is the only one")]
+    key_id: Annotated[str, _about("fingerprint of the recipient's public key (sha256 of its raw bytes)")]
+    ephemeral_key: Annotated[str, _about("the sender's one-time X25519 public key, base64")]
+    nonce: Annotated[str, _about("the AES-GCM nonce, base64")]
+    ciphertext: Annotated[str, _about("the sealed data with its authentication tag, base64")]
+
+
 class JobSecretCreated(Payload, frozen=True, kw_only=True):
+    """Version 2: the secret's data is `sealed` to the node agents' key; `data` holds it in plain text
+    only on an open stack (no key configured) and in version 1 events."""
+
     name: str
     uid: str
-    data: Annotated[dict[str, str], _about("file name -> text (the ssh plugin's key pair)")]
+    data: Annotated[
+        dict[str, str], _about("file name -> text (the ssh plugin's key pair), when not sealed")
+    ] = msgspec.field(default_factory=dict)
+    sealed: Annotated[
+        SealedSecret | None, _about("the data, a JSON object file name -> text, sealed to the node agents")
+    ] = None
+
+    def __post_init__(self) -> None:
+        if self.sealed is not None and self.data:
+            raise ValueError("data: must be empty when the secret is sealed (the plain data would leak it)")
 
 
 class PodSubmitted(ObjectPayload, frozen=True, kw_only=True):
@@ -153,6 +177,18 @@ class RejectedField(Payload, frozen=True, kw_only=True):
 class ManifestRejected(Payload, frozen=True, kw_only=True):
     errors: tuple[RejectedField, ...]
     source: str
+
+
+class TenantApplied(Payload, frozen=True, kw_only=True):
+    """A tenant as the operator registered it: who it is on the bus, where it may write."""
+
+    name: Annotated[str, _about("the tenant's name (its intake subjects' last token)")]
+    public_keys: Annotated[
+        tuple[str, ...],
+        _about("the nkey public keys (U...) of its users; a request from one is the tenant's"),
+    ]
+    namespaces: Annotated[tuple[str, ...], _about("the namespaces it may create, change and delete in")]
+    queues: Annotated[tuple[str, ...] | None, _about("the queues it may submit to; null: every queue")] = None
 
 
 # --- job-controller --------------------------------------------------------------------------------

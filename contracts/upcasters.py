@@ -31,9 +31,16 @@ def _job_status_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _job_secret_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 of JobSecretCreated carried the secret's data in plain text; version 2 seals it to the
+    node agents and keeps `data` for an open stack. An old event stays readable as an unsealed one."""
+    return {"data": {}, "sealed": None, **payload}
+
+
 # (event type, the version an upcaster reads) -> the payload at the next version
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("JobStatusChanged", 1): _job_status_v1_to_v2,
+    ("JobSecretCreated", 1): _job_secret_v1_to_v2,
 }
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shared.security.tls import TlsFiles
-from shared.servers import EtcdServer, NatsServer, ServerError, free_port, http_ok
+from shared.servers import SERVER_NAME_ENV, EtcdServer, NatsServer, ServerError, free_port, http_ok
 
 CLUSTER_SIZE = 3  # tolerates the loss of one member; streams get as many replicas
 NATS_CLUSTER_NAME = "lahar"
@@ -46,7 +46,10 @@ def _distinct_ports(count: int) -> list[int]:
 
 
 class ClusteredNats(NatsServer):
-    """One nats-server of a JetStream cluster, routing to every other member."""
+    """One nats-server of a JetStream cluster, routing to every other member. Its TLS, when it has any, is
+    in its configuration file (member_conf), never on the command line."""
+
+    tls_in_config = True
 
     def __init__(
         self,
@@ -66,9 +69,9 @@ class ClusteredNats(NatsServer):
         cluster = ["--cluster", f"nats://127.0.0.1:{cluster_port}", "--routes", routes]
         # the routes' TLS can only be configured in a file, which then includes the given configuration
         # (the bus's accounts) since nats-server reads one file
-        self.conf = base_dir / MEMBER_CONF if tls is not None or include is not None else None
+        self.conf = base_dir / MEMBER_CONF
         self.include = include
-        conf = ["--config", str(self.conf)] if self.conf is not None else []
+        conf = ["--config", str(self.conf)]
         super().__init__(
             base_dir,
             extra_args=[*extra_args, *conf, *cluster, "--cluster_name", NATS_CLUSTER_NAME],
@@ -77,9 +80,8 @@ class ClusteredNats(NatsServer):
         self.port, self.http_port, self.cluster_port = port, http_port, cluster_port
 
     def _spawn(self) -> None:
-        if self.conf is not None:
-            self.conf.parent.mkdir(parents=True, exist_ok=True)
-            self.conf.write_text(member_conf(self.conf.parent, self.tls, self.include))
+        self.conf.parent.mkdir(parents=True, exist_ok=True)
+        self.conf.write_text(member_conf(self.conf.parent, self.tls, self.include))
         super()._spawn()
 
     def _pick_ports(self) -> None:
@@ -98,14 +100,22 @@ class ClusteredNats(NatsServer):
 
 
 def member_conf(conf_dir: Path, tls: TlsFiles | None, include: Path | None) -> str:
-    """A clustered nats-server's configuration file: the included file (by a path relative to conf_dir,
-    the only kind nats-server's include takes) and the routes' TLS, each end verifying the other."""
-    lines = ["# written by lahar at every start of this member"]
-    if include is not None:
-        lines.append(f'include "{os.path.relpath(include, conf_dir)}"')
+    """A clustered nats-server's configuration file: its name (from its environment), the cluster's name,
+    the routes' TLS (each end verifying the other), the clients' TLS, and the included file (by a path
+    relative to conf_dir, the only kind nats-server's include takes). A reload (SIGHUP, after `lahar
+    tenant add`) rereads the name, the cluster's name and TLS from this file alone and refuses to run when
+    they differ from what the server runs with, so every one of them is here, TLS only here."""
+    lines = ["# written by lahar at every start of this member", f"server_name: ${SERVER_NAME_ENV}"]
     if tls is not None:
         files = f'cert_file: "{tls.cert}", key_file: "{tls.key}", ca_file: "{tls.ca}"'
-        lines.append(f"cluster {{ tls {{ {files}, verify: true, timeout: {ROUTE_TLS_TIMEOUT_S} }} }}")
+        route_tls = f"tls {{ {files}, verify: true, timeout: {ROUTE_TLS_TIMEOUT_S} }}"
+        lines.append(f"cluster {{ name: {NATS_CLUSTER_NAME}, {route_tls} }}")
+        # clients verify the server; they are not asked for a certificate (their nkey authenticates them)
+        lines.append(f'tls {{ cert_file: "{tls.cert}", key_file: "{tls.key}" }}')
+    else:
+        lines.append(f"cluster {{ name: {NATS_CLUSTER_NAME} }}")
+    if include is not None:
+        lines.append(f'include "{os.path.relpath(include, conf_dir)}"')
     return "\n".join(lines) + "\n"
 
 

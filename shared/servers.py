@@ -203,8 +203,12 @@ class _ServerProcess(ABC):
             stderr=subprocess.STDOUT,
             cwd=self.base_dir,
             start_new_session=True,
+            env=self._env(),
         )
         _live.add(self)
+
+    def _env(self) -> dict[str, str] | None:
+        return None  # the owner's
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
@@ -308,6 +312,9 @@ class _ServerProcess(ABC):
         self.stop()
 
 
+SERVER_NAME_ENV = "LAHAR_NATS_SERVER_NAME"  # nats-server's name, in its environment
+
+
 class NatsServer(_ServerProcess):
     """nats-server with JetStream (file store under the data dir) and the HTTP monitoring port.
 
@@ -319,6 +326,10 @@ class NatsServer(_ServerProcess):
     binary_name = "nats-server"
 
     http_port: int = 0
+    # whether its configuration file (--config) carries the TLS block rather than the command line: a
+    # reload (SIGHUP, after `lahar tenant add`) rereads TLS from the file alone and refuses to run when the
+    # server was started with --tls ("old=true, new=false")
+    tls_in_config: bool = False
 
     @property
     def url(self) -> str:
@@ -352,7 +363,7 @@ class NatsServer(_ServerProcess):
         ]
 
     def _tls_args(self) -> list[str]:
-        if self.tls is None:
+        if self.tls is None or self.tls_in_config:
             return []
         # --tls, not --tlsverify: clients are not asked for a certificate, so no CA to check them with
         return ["--tls", "--tlscert", str(self.tls.cert), "--tlskey", str(self.tls.key)]
@@ -361,6 +372,11 @@ class NatsServer(_ServerProcess):
     def health_url(self) -> str:
         # A standalone server recovers its streams from the store before it reports JetStream enabled.
         return f"{self.monitor_url}/healthz?js-enabled-only=true"
+
+    def _env(self) -> dict[str, str]:
+        # its --server_name, for a configuration file to name it by (a reload takes the name from the
+        # file only, services/cli/stack/identities.py)
+        return {**os.environ, SERVER_NAME_ENV: f"lahar-{self.port}"}
 
 
 ETCD_HISTORY = "1m"  # how long etcd keeps old revisions (watches may resume that far back)
@@ -475,3 +491,10 @@ class EtcdServer(_ServerProcess):
         if self.tls is not None:
             return f"http://{self.host}:{self.metrics_port}/health"
         return f"{self.url}/health"
+
+
+class ConfiguredNats(NatsServer):
+    """A nats-server whose configuration file names its TLS certificate (tls_in_config), so that it can be
+    reloaded: the local stack's server, whose users `lahar tenant add` changes."""
+
+    tls_in_config = True

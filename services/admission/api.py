@@ -11,10 +11,15 @@ Headers, all optional: `Lahar-Dry-Run: true` decides without writing; `Lahar-Req
 request idempotent (event ids derive from it); `Lahar-Source` names the manifest in errors (a file name;
 default "request"); `traceparent` makes the request's span a child of the caller's.
 
+- `lahar.api.tenant.apply|delete|list`: the tenant registry, the operator's only (tenant_api.py).
+
+Every request is authorized by its caller's key, which the server writes into `Nats-Request-Info`
+(core/authorize.py): a tenant may act only in its namespaces and queues, the operator everywhere.
+
 Every reply is JSON {"accepted", "code", "dry_run", "objects": [{kind, namespace, name, action}],
-"errors": [{document, path, message}], "seq"}; code is one of ok, invalid, conflict, unavailable, error.
-A refused request writes nothing. A reply lists as many errors as fit the bus's max payload
-(core/rejection_size.py), so every request is answered, however much was wrong with it.
+"errors": [{document, path, message}], "seq"}; code is one of ok, invalid, forbidden, conflict,
+unavailable, error. A refused request writes nothing. A reply lists as many errors as fit the bus's max
+payload (core/rejection_size.py), so every request is answered, however much was wrong with it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from contracts.errors import FieldError
 from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, Command, ObjectMeta, OwnerReference
 from contracts.parse_fields import describe
 from services.admission.context_core import Plan
+from services.admission.core.authorize import ApiPrincipal, Forbidden, authorized
 from services.admission.core.command_rules import ACTIONS_BY_KIND
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import COMMAND, DELETE, UPDATE, Request
@@ -51,13 +57,16 @@ from services.admission.intake import (
     too_large_to_write,
 )
 from services.admission.port import AdmissionPort
+from services.admission.tenant_api import TENANT_VERBS, answer_tenant
 from shared.bus.errors import BusError
 from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context
 
 log = structlog.get_logger(__name__)
 
 QUEUE_GROUP = "admission"
-VERBS = ("apply", "delete", "command")
+VERBS = ("apply", "delete", "command", *TENANT_VERBS)
+# the server's account of who sent a request crossing an account boundary (an import with share: true)
+REQUEST_INFO_HEADER = "Nats-Request-Info"
 DRY_RUN_HEADER = "Lahar-Dry-Run"
 REQUEST_ID_HEADER = "Lahar-Request-Id"
 SOURCE_HEADER = "Lahar-Source"
@@ -145,6 +154,20 @@ def _queue_update(body: Mapping[str, Any], name: str) -> Callable[[ClusterContex
         return [Request(UPDATE, replace(queue, weight=weight), document=document)]
 
     return build
+
+
+def request_key(headers: Mapping[str, str]) -> str | None:
+    """The caller's public key from the server's Nats-Request-Info header (None: no header; "" one that
+    names no user, which no key matches)."""
+    raw = next((v for k, v in headers.items() if k.lower() == REQUEST_INFO_HEADER.lower()), None)
+    if raw is None:
+        return None
+    try:
+        info = json.loads(raw)
+    except (json.JSONDecodeError, TypeError):
+        return ""
+    user = info.get("user") if isinstance(info, dict) else None
+    return user if isinstance(user, str) else ""
 
 
 def reply(
@@ -253,8 +276,9 @@ class ApiServer:
             attributes={"messaging.system": "nats", "lahar.request.id": request_id, "lahar.dry_run": dry_run},
         ) as span:
             source = headers.get(SOURCE_HEADER, "").strip()[:_MAX_SOURCE_CHARS]
+            principal = ApiPrincipal(request_key(headers), port.operator_keys)
             answer = await self._decide(
-                verb, data, request_id, dry_run, source if source.isprintable() else ""
+                verb, data, request_id, dry_run, source if source.isprintable() else "", principal
             )
             span.set_attribute("lahar.admission.code", answer["code"])
             jobs = [o for o in answer["objects"] if o["kind"] == "Job"]
@@ -268,17 +292,23 @@ class ApiServer:
             verb=verb,
             request_id=request_id,
             code=answer["code"],
+            caller=principal.key,
             objects=len(answer["objects"]),
             errors=len(answer["errors"]),
         )
         return answer
 
     async def _decide(
-        self, verb: str, data: bytes, request_id: str, dry_run: bool, source: str
+        self, verb: str, data: bytes, request_id: str, dry_run: bool, source: str, principal: ApiPrincipal
     ) -> dict[str, Any]:
         limit = self.port.max_request_bytes
         room = self.port.bus.nc.max_payload - HEADERS_ALLOWANCE
         try:
+            if verb in TENANT_VERBS:
+                if len(data) > limit:
+                    raise Invalid([FieldError(REQUEST, "", f"the request is {len(data)} bytes")])
+                body = _json_object(data) if data.strip() else {}
+                return await answer_tenant(self.port, verb, body, principal, request_id, dry_run)
             if verb == "apply":
                 build = apply_requests(parse_manifests(data, source or REQUEST, limit, self.port.pod_caps))
             elif len(data) > limit:
@@ -288,7 +318,9 @@ class ApiServer:
                 build = delete_requests(_json_object(data))
             else:
                 build = command_requests(_json_object(data))
-            submitted = await self.port.submit(build, request_id, dry_run=dry_run)
+            submitted = await self.port.submit(authorized(build, principal), request_id, dry_run=dry_run)
+        except Forbidden as exc:  # checked before anything is decided: nothing was written
+            return reply(None, code="forbidden", dry_run=dry_run, errors=exc.errors, max_bytes=room)
         except Invalid as exc:
             return reply(
                 None,

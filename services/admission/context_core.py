@@ -38,13 +38,16 @@ from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
 from services.admission.core.implicit_podgroup import GROUP_NAME
 from services.admission.core.overlay import Overlay
+from services.admission.core.tenants import TENANT_KIND, Tenant, fold_tenant
 from services.job_controller.core.expand import QUEUE_NAME
 from services.job_controller.core.plain.owner import owner_pod
 from shared.runner_types import Event, Key, Output, deterministic_id
 
 CHECKPOINT_VERSION = 1
 # subjects admission writes to, whose last sequence guards its writes
-GUARDED_KINDS = frozenset({"job", "queue", "priorityclass", "hypernode", "command", "pod", "podgroup"})
+GUARDED_KINDS = frozenset(
+    {"job", "queue", "priorityclass", "hypernode", "command", "pod", "podgroup", TENANT_KIND}
+)
 # a pod counts against its queue from its binding until it stops (Volcano's queue status.allocated)
 _ALLOCATING = frozenset({"PodBound", "PodRunning", "PodEvicting"})
 _RELEASING = frozenset({"PodSucceeded", "PodFailed", "PodTerminated", "PodLost"})
@@ -73,6 +76,7 @@ class View:
     pods: dict[str, list[Any]] = field(default_factory=dict)  # every pod's key -> [queue, allocated]
     allocated: dict[str, int] = field(default_factory=dict)  # queue -> its allocated pods (from `pods`)
     subjects: dict[str, int] = field(default_factory=dict)  # subject_key -> last seq
+    tenants: dict[str, Tenant] = field(default_factory=dict)  # the registry, by name
     seq: int = 0
 
     def subject_seq(self, kind: str, namespace: str | None, name: str) -> int:
@@ -90,6 +94,7 @@ class View:
             plain_pods=MappingProxyType(self.plain_pods),
             podgroups=MappingProxyType(self.podgroups),
             queue_pods=MappingProxyType(self.allocated),
+            tenants=MappingProxyType(self.tenants),
         )
 
 
@@ -134,6 +139,11 @@ def _drop(table: str) -> Callable[[View, Event], None]:
         getattr(view, table).pop(_key(event), None)
 
     return handler
+
+
+def _tenant(view: View, event: Event) -> None:
+    payload = event.payload_as(payloads.TenantApplied) if event.type == "TenantApplied" else None
+    fold_tenant(view.tenants, event.type, event.name, payload or payloads.Empty())
 
 
 def _queue_state(view: View, event: Event) -> None:
@@ -211,6 +221,8 @@ _HANDLERS: Mapping[str, Callable[[View, Event], None]] = {
     "PodGroupSubmitted": _put("podgroups"),
     "PodGroupWithdrawn": _drop("podgroups"),
     "PodCreated": _pod_created,
+    "TenantApplied": _tenant,
+    "TenantDeleted": _tenant,
     "PodDeletionRequested": _pod_deletion_requested,
     **{name: _pod_phase(True) for name in _ALLOCATING},
     **{name: _pod_phase(False) for name in _RELEASING},
@@ -387,6 +399,7 @@ class AdmissionViewCore:
             ],
             "pods": state.pods,
             "subjects": state.subjects,
+            "tenants": [t.to_dict() for t in state.tenants.values()],
         }
         return msgpack.packb(document, use_bin_type=True)
 
@@ -395,6 +408,8 @@ class AdmissionViewCore:
         if document.get("version") != CHECKPOINT_VERSION:
             raise ValueError(f"unsupported admission checkpoint version {document.get('version')!r}")
         view = View(pods=document["pods"], subjects=document["subjects"], seq=document["seq"])
+        for tenant in document.get("tenants", ()):  # a checkpoint older than the registry has none
+            view.tenants[tenant["name"]] = Tenant.from_dict(tenant)
         for encoded in document["objects"]:
             obj = codec.decode_object(encoded)
             getattr(view, _TABLES[obj.kind.lower()])[obj.meta.key] = obj

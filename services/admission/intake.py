@@ -4,7 +4,10 @@
 Also the manifest reading shared with the API (`parse_manifests`: every document, every error) and the
 errors both report (`Invalid`, `Unavailable`, `Conflict`).
 
-A valid manifest becomes the same events an apply request makes. An invalid one - bad YAML, an unknown
+A manifest is authorized as its publisher's (core/authorize.py): the tenant named by the subject's last
+token, or the operator for a subject without one; one its publisher may not make is moved to
+LAHAR_DEADLETTER with reason "forbidden" and writes nothing to the log. A valid manifest becomes the
+same events an apply request makes. An invalid one - bad YAML, an unknown
 kind, invalid fields, an unknown queue, too large, not text at all - becomes one `ManifestRejected`
 event listing every error and naming the source, since no one waits for a reply; it lists as many
 errors as fit the bus's max payload (core/rejection_size.py). Either way the message is then
@@ -33,6 +36,7 @@ from contracts.bus_messages import DeadLetterReason
 from contracts.errors import FieldError
 from contracts.objects import ApiObject
 from contracts.parse import parse_documents
+from services.admission.core.authorize import Forbidden, IntakePrincipal, authorized
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import APPLY, Request, manifest_rejected
 from services.admission.core.pod_caps import PodCaps, pod_cap_errors
@@ -129,19 +133,26 @@ def apply_requests(documents: Sequence[tuple[str, ApiObject]]) -> Callable[[Clus
 
 
 def intake_ref(subject: str) -> ObjectRef | None:
-    """The object an intake subject names (lahar.intake.<kind>.<namespace or _>.<name>), None for any
-    other subject."""
+    """The object an intake subject names (lahar.intake.<kind>.<namespace or _>.<name>[.<tenant>]), None
+    for any other subject."""
+    return intake_parts(subject)[0]
+
+
+def intake_parts(subject: str) -> tuple[ObjectRef | None, str | None]:
+    """The object an intake subject names and the tenant that published it: the sixth token, which the
+    server lets only that tenant's users write (None: the operator's five-token subject)."""
     prefix = INTAKE_ROOT + "."
     tokens = subject[len(prefix) :].split(".") if subject.startswith(prefix) else []
-    if len(tokens) != 3:
-        return None
+    if len(tokens) not in (3, 4):
+        return None, None
     try:
-        kind, namespace, name = tokens
-        return ObjectRef(
+        kind, namespace, name = tokens[:3]
+        ref = ObjectRef(
             decode_token(kind), None if namespace == "_" else decode_token(namespace), decode_token(name)
         )
+        return ref, decode_token(tokens[3]) if len(tokens) == 4 else None
     except ValueError:
-        return None
+        return None, None
 
 
 @dataclass(slots=True)
@@ -215,6 +226,9 @@ class IntakeConsumer:
         for manifest in manifests:
             outcome = outcomes.get(id(manifest))
             try:
+                if isinstance(outcome, Forbidden):
+                    await self._forbid(manifest, outcome)
+                    continue
                 if isinstance(outcome, Unavailable | BusError):
                     if manifest.delivery.num_delivered >= _MAX_DELIVER:  # never delivered again: move it
                         await self._give_up(manifest, outcome, "retries_exhausted")
@@ -244,6 +258,24 @@ class IntakeConsumer:
                 await manifest.delivery.nak(delay_s=_RETRY_DELAY_S)
             return
         await self._give_up(manifest, exc, "handling_failed")
+
+    async def _forbid(self, manifest: _Manifest, exc: Forbidden) -> None:
+        """A manifest its publisher may not make: moved to the dead letters (reason forbidden, naming the
+        rule), and nothing in the log, not even a rejection (core/authorize.py)."""
+        delivery = manifest.delivery
+        try:
+            await move_to_dead_letters(
+                self.port.bus, delivery, CONSUMER, "forbidden", exc, now=self.port.clock()
+            )
+            await delivery.term()
+        except (BusError, nats.errors.Error, TimeoutError) as err:
+            log.warning("forbidden intake manifest not moved yet", source=manifest.source, error=str(err))
+            with contextlib.suppress(nats.errors.Error, TimeoutError):
+                await delivery.nak(delay_s=_RETRY_DELAY_S)
+            return
+        log.warning("intake manifest forbidden", source=manifest.source, error=str(exc))
+        manifest.span.set_attribute("lahar.admission.code", "forbidden")
+        self.port.metrics.intake.labels("forbidden").inc()
 
     async def _give_up(self, manifest: _Manifest, exc: Exception, reason: DeadLetterReason) -> None:
         """Tell the producer (a ManifestRejected, where one can be written), move the message to
@@ -285,7 +317,7 @@ class IntakeConsumer:
         source = f"{record.subject}#{record.seq}"
         # the same message delivered again gets the same request id, so its events are deduplicated
         request_id = deterministic_id(CONSUMER, "intake", record.seq, hashlib.sha256(record.data).hexdigest())
-        ref = intake_ref(record.subject)
+        ref, tenant = intake_parts(record.subject)
         span = port.tracer.start_span(
             "admission intake",
             context=extract_context(record.headers),
@@ -306,7 +338,8 @@ class IntakeConsumer:
             ]
         else:
             trace_context = trace.set_span_in_context(span)
-            manifest.submission = Submission(apply_requests(documents), request_id, trace_context)
+            build = authorized(apply_requests(documents), IntakePrincipal(tenant))
+            manifest.submission = Submission(build, request_id, trace_context)
         return manifest
 
     async def _settle(self, manifest: _Manifest, outcome: Submitted | Exception | None) -> None:

@@ -6,7 +6,11 @@ without its pair and every agent sees the same one. The pair is made by the shel
 module only says which jobs need one and adds the events. An update keeps the pair: it is written once
 per job incarnation (the job's uid), and a job submitted again after its deletion gets a new one.
 
-The private key is in the log as Volcano's is in its Secret: readable by whoever may read the log.
+The secret is sealed to the node agents' public key (`--secrets-public-key`, made by `lahar up`;
+shared/security/sealing.py), bound to the job's namespace, name and uid: only a node agent opens it, and
+only for this job. Without a key (an open stack: `lahar up --no-auth`, the integration fixtures) the data
+is written in plain text, as Volcano keeps it in its Secret, with a warning from the shell
+(docs/security.md, "Secrets").
 """
 
 from __future__ import annotations
@@ -14,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+
 from contracts import payloads
 from contracts.objects import Job
 from services.admission.context_core import Plan, Write
 from services.admission.core.decide import Emit
 from services.job_controller.core.plugins import ssh
+from shared.security.sealing import seal_job_secret
 
 SECRET_EVENT = "JobSecretCreated"
 
@@ -36,18 +43,24 @@ def jobs_needing_keys(plan: Plan) -> list[Job]:
     ]
 
 
-def with_key_pairs(plan: Plan, pairs: Mapping[str, KeyPair]) -> Plan:
-    """The plan with a JobSecretCreated after the JobSubmitted of every job in `pairs` (by job key)."""
+def job_secret(job: Job, pair: KeyPair, recipient: X25519PublicKey | None) -> payloads.JobSecretCreated:
+    """The job's JobSecretCreated: its pair sealed to `recipient`, in plain text without one."""
+    data = ssh.secret_data(ssh.KeyPair(*pair))
+    name = ssh.secret_name(job)
+    if recipient is None:
+        return payloads.JobSecretCreated(name=name, uid=job.meta.uid, data=data)
+    return seal_job_secret(recipient, job.meta.namespace, job.meta.name, job.meta.uid, name, data)
+
+
+def with_secrets(plan: Plan, secrets: Mapping[str, payloads.JobSecretCreated]) -> Plan:
+    """The plan with a JobSecretCreated after the JobSubmitted of every job in `secrets` (by job key)."""
     writes: list[Write] = []
     for write in plan.writes:
         writes.append(write)
         job = write.emit.object
-        if write.emit.type != "JobSubmitted" or not isinstance(job, Job) or job.meta.key not in pairs:
+        if write.emit.type != "JobSubmitted" or not isinstance(job, Job) or job.meta.key not in secrets:
             continue
-        private, public = pairs[job.meta.key]
-        payload = payloads.JobSecretCreated(
-            name=ssh.secret_name(job), uid=job.meta.uid, data=ssh.secret_data(ssh.KeyPair(private, public))
-        )
         # the same subject as the JobSubmitted before it, which carries the subject's guard
-        writes.append(replace(write, emit=Emit(SECRET_EVENT, job, payload), expected_last_subject_seq=None))
+        emit = Emit(SECRET_EVENT, job, secrets[job.meta.key])
+        writes.append(replace(write, emit=emit, expected_last_subject_seq=None))
     return replace(plan, writes=tuple(writes))

@@ -17,6 +17,7 @@ from opentelemetry.trace import Tracer
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import Request
 from services.admission.core.pod_caps import PodCaps
+from services.admission.core.tenants import TenantChange
 from services.admission.metrics import AdmissionMetrics
 from services.admission.submission import Submission, Submitted
 from shared.bus.jetstream import Bus
@@ -32,6 +33,12 @@ class Submit(Protocol):
     ) -> Awaitable[Submitted]: ...
 
 
+class SubmitTenant(Protocol):
+    def __call__(
+        self, decide: Callable[[ClusterContext], TenantChange], request_id: str, *, dry_run: bool = False
+    ) -> Awaitable[tuple[TenantChange, int]]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionPort:
     submit: Submit  # decide one request and write its events
@@ -45,3 +52,6 @@ class AdmissionPort:
     producer: str  # the producer of the events written (the service's name)
     max_request_bytes: int  # larger requests and manifests are refused
     pod_caps: PodCaps  # the pods a Job, and a request, may make
+    submit_tenant: SubmitTenant  # decide and write a tenant registry request
+    context: Callable[[], ClusterContext]  # the view now (the tenant listing)
+    operator_keys: frozenset[str] = frozenset()  # the operator's nkey public keys (core/authorize.py)

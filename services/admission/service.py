@@ -27,11 +27,13 @@ from opentelemetry.trace import Tracer
 from contracts.limits import MAX_MANIFEST_BYTES, MAX_PODS_PER_JOB, MAX_PODS_PER_REQUEST
 from services.admission.api import ApiServer
 from services.admission.context_core import AdmissionViewCore, Plan, View, Write, plan, plan_in
+from services.admission.core.authorize import Forbidden
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import Request
 from services.admission.core.pod_caps import PodCaps
+from services.admission.core.tenants import TENANT_KIND, TenantChange
 from services.admission.intake import UNWRITABLE, Conflict, IntakeConsumer, Unavailable
-from services.admission.job_secrets import jobs_needing_keys, with_key_pairs
+from services.admission.job_secrets import job_secret, jobs_needing_keys, with_secrets
 from services.admission.keygen import KEYGEN, KeyGenerationError, generate_key_pair
 from services.admission.metrics import AdmissionMetrics
 from services.admission.port import AdmissionPort
@@ -41,6 +43,7 @@ from shared.bus.errors import BusError, ConcurrencyConflict, DuplicateBatch
 from shared.bus.jetstream import BatchItem, Bus
 from shared.bus.subjects import EVENTS_STREAM, event_subject, guard_subject
 from shared.runner import EventSourcedService, RunnerConfig
+from shared.security.secret_keys import key_file_problems, load_public_key
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
 from shared.telemetry.tracing import trace_fields
@@ -59,6 +62,11 @@ class AdmissionConfig(RunnerConfig):
     intake: bool = True  # consume LAHAR_INTAKE
     intake_batch: int = 32  # intake messages fetched at once
     ssh_keygen: str = KEYGEN  # makes the ssh plugin's key pairs (keygen.py)
+    # the operator's nkey public keys (`lahar up` passes its admin's): a request from one may do
+    # everything; none on an open bus, where every caller is the operator (core/authorize.py)
+    operator_keys: tuple[str, ...] = ()
+    # the node agents' public key (PEM): job secrets are sealed to it; empty: written in plain text
+    secrets_public_key: str = ""
 
     def problems(self) -> list[str]:
         problems = super().problems()
@@ -69,6 +77,7 @@ class AdmissionConfig(RunnerConfig):
         if self.intake_batch < 1:
             problems.append(f"intake_batch: expected an integer >= 1, got {self.intake_batch}")
         problems.extend(self.pod_caps.problems())
+        problems.extend(key_file_problems("secrets_public_key", self.secrets_public_key, load_public_key))
         return problems
 
     @property
@@ -95,6 +104,10 @@ class AdmissionService(EventSourcedService[View]):
             AdmissionViewCore(), bus, etcd, config, registry=registry, tracer=tracer, clock=clock
         )
         self.config: AdmissionConfig = config
+        key = config.secrets_public_key
+        self.secrets_recipient = load_public_key(key) if key else None
+        if self.secrets_recipient is None:
+            log.warning("no secrets public key: the ssh plugin's private keys go to the log in plain text")
         self.admission_metrics = AdmissionMetrics(registry)
         self._lock = asyncio.Lock()
         port = AdmissionPort(
@@ -109,6 +122,9 @@ class AdmissionService(EventSourcedService[View]):
             producer=self.core.name,
             max_request_bytes=config.max_request_bytes,
             pod_caps=config.pod_caps,
+            submit_tenant=self.submit_tenant,
+            context=self.context,
+            operator_keys=frozenset(config.operator_keys),
         )
         self.api = ApiServer(port)
         self.intake = (
@@ -192,6 +208,40 @@ class AdmissionService(EventSourcedService[View]):
         await self.caught_up(seq, required=False)  # written: the answer does not depend on it
         return Submitted(decided, seq)
 
+    async def submit_tenant(
+        self, decide: Callable[[ClusterContext], TenantChange], request_id: str, *, dry_run: bool = False
+    ) -> tuple[TenantChange, int]:
+        """Decide a tenant registry request against the caught-up view and append its event, guarded
+        like every object admission writes (two replicas cannot both change one tenant)."""
+        async with self._lock:
+            await self.caught_up(await self.bus.last_seq(EVENTS_STREAM))
+            change = decide(self.context())
+            if change.errors or change.event is None or change.payload is None or dry_run:
+                return change, self.seq
+            producer = self.core.name
+            envelope = Envelope.create(
+                change.event,
+                time=self.clock(),
+                producer=producer,
+                correlation_id=f"{TENANT_KIND}/{change.name}",
+                payload=change.payload,
+                id=derived_event_id(request_id, 0),
+                causation_id=request_id,
+                **trace_fields(),
+            )
+            try:
+                ack = await self.bus.publish(
+                    envelope,
+                    event_subject(TENANT_KIND, None, change.name, change.event, producer),
+                    expected_last_subject_seq=self.state.subject_seq(TENANT_KIND, None, change.name),
+                    guard=guard_subject(TENANT_KIND, None, change.name, producer),
+                )
+            except ConcurrencyConflict as exc:
+                self.admission_metrics.conflicts.inc()
+                raise Conflict(f"{exc}; the tenant changed concurrently, retry") from exc
+            await self.caught_up(ack.seq, required=False)
+            return change, ack.seq
+
     async def submit_many(self, batch: Sequence[Submission]) -> list[Submitted | Exception]:
         """Decide and write independent submissions (an intake batch) with one catch-up and their writes
         in flight together. Each is decided against the view with the earlier accepted ones of the batch
@@ -218,9 +268,12 @@ class AdmissionService(EventSourcedService[View]):
         rest: list[int] = []
         for position, index in enumerate(pending):
             submission = batch[index]
-            outcome, after = plan_in(
-                context, submission.build(context), self.state, submission.request_id, self.clock()
-            )
+            try:
+                requests = submission.build(context)
+            except Forbidden as exc:  # its publisher may not: it writes nothing, the others go on
+                results[index] = exc
+                continue
+            outcome, after = plan_in(context, requests, self.state, submission.request_id, self.clock())
             objects = {(w.kind, w.namespace, w.name) for w in outcome.writes}
             if objects & written:
                 rest = pending[position:]
@@ -256,17 +309,19 @@ class AdmissionService(EventSourcedService[View]):
         return decided, await self._publish(decided.writes, submission.request_id, submission.trace)
 
     async def _with_secrets(self, decided: Plan) -> Plan:
-        """The plan with the key pairs its jobs' ssh plugins need (job_secrets.py)."""
-        pairs = {}
+        """The plan with the key pairs its jobs' ssh plugins need (job_secrets.py), sealed to the node
+        agents when admission has their key."""
+        secrets = {}
         for job in jobs_needing_keys(decided):
             try:
-                pairs[job.meta.key] = await generate_key_pair(
-                    f"lahar job {job.meta.key}", keygen=self.config.ssh_keygen
-                )
+                pair = await generate_key_pair(f"lahar job {job.meta.key}", keygen=self.config.ssh_keygen)
             except KeyGenerationError as exc:
                 log.error("cannot generate an ssh key pair", job=job.meta.key, error=str(exc))
                 raise Unavailable(f"cannot generate the ssh key pair of Job {job.meta.key}: {exc}") from exc
-        return with_key_pairs(decided, pairs) if pairs else decided
+            secrets[job.meta.key] = job_secret(job, pair, self.secrets_recipient)
+            if self.secrets_recipient is None:
+                log.warning("ssh key pair written unsealed (no secrets key)", job=job.meta.key)
+        return with_secrets(decided, secrets) if secrets else decided
 
     async def _publish(self, writes: Sequence[Write], request_id: str, context: Context | None = None) -> int:
         """Append the writes (atomically when several); returns the sequence of the last one. The events

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
 from services.admission.context_core import AdmissionViewCore
 from services.binder.core.core import BinderCore
 from services.binder.state import BinderShellCore
@@ -30,6 +32,7 @@ from shared.bus.jetstream import Bus
 from shared.bus.records import StreamRecord
 from shared.bus.subjects import EVENTS_STREAM, EventSubject, parse_event_subject
 from shared.runner.events import to_event
+from shared.security.secret_keys import PRIVATE_FILE, load_private_key
 from shared.servers import NatsServer
 
 SERVICES = (
@@ -54,9 +57,9 @@ class DecodeOnly:
         return state
 
 
-def cores(nodes: int) -> dict[str, Callable[[], Any]]:
+def cores(nodes: int, secrets_key: X25519PrivateKey | None = None) -> dict[str, Callable[[], Any]]:
     """Each service's core as its service builds it (the node agent hosting the stack's `nodes` hollow
-    nodes, as `lahar up --sim-nodes` runs them)."""
+    nodes, as `lahar up --sim-nodes` runs them, with the stack's secrets key to open the job secrets)."""
     agent_config = NodeAgentConfig(runtime="sim", sim_nodes=nodes, nats_url="x", etcd_endpoint="x:1")
     return {
         "admission": AdmissionViewCore,
@@ -64,7 +67,7 @@ def cores(nodes: int) -> dict[str, Callable[[], Any]]:
         "queue-controller": ProjectedCore,
         "scheduler": lambda: ViewCore("scheduler-0"),
         "binder": lambda: BinderShellCore(BinderCore()),
-        "node-agent": lambda: AgentCore(NodeAgentCore("sim", agent_nodes(agent_config))),
+        "node-agent": lambda: AgentCore(NodeAgentCore("sim", agent_nodes(agent_config)), secrets_key),
         "decode-only": DecodeOnly,
     }
 
@@ -103,11 +106,12 @@ def run_bench(
     passes: int,
     nodes: int,
     loop: tuple[int, int] | None = None,
+    secrets_key: X25519PrivateKey | None = None,
 ) -> dict[str, Any]:
     """Per service: the events it folded (its subscription, the first `events` of them) and events/s;
     with loop=(batch, flush), also its whole loop's CPU (bench_loop.py)."""
     subjects = [(record, parse_event_subject(record.subject)) for record in records]
-    made = cores(nodes)
+    made = cores(nodes, secrets_key)
     result: dict[str, Any] = {"log_events": len(records), "passes": passes, "services": {}}
     for name in services:
         core = made[name]()
@@ -136,4 +140,7 @@ def run(
     loop: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     records = asyncio.run(read_log(home / "nats"))
-    return run_bench(records, services, events=events, passes=passes, nodes=nodes, loop=loop)
+    # the stack's node agents' key, when it had one: their core opens the job secrets as it folds them
+    key_file = home / "creds" / PRIVATE_FILE
+    key = load_private_key(key_file) if key_file.exists() else None
+    return run_bench(records, services, events=events, passes=passes, nodes=nodes, loop=loop, secrets_key=key)

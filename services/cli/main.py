@@ -8,7 +8,16 @@ import sys
 from collections.abc import Sequence
 
 from services.admission import validate_cmd
-from services.cli import bench_cmd, cluster_cmd, job_cmd, poison_cmd, queue_cmd, simulate_cmd, stack_cmd
+from services.cli import (
+    bench_cmd,
+    cluster_cmd,
+    job_cmd,
+    poison_cmd,
+    queue_cmd,
+    simulate_cmd,
+    stack_cmd,
+    tenant_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     job_cmd.register(sub)
     queue_cmd.register(sub)
     poison_cmd.register(sub)
+    tenant_cmd.register(sub)
     return parser
 
 

@@ -18,6 +18,7 @@ from contracts.objects import Node, ObjectMeta, frozen_map
 from contracts.resources import Resources, parse_quantity
 from services.node_agent.runtime.sim import hollow_nodes
 from shared.runner import RunnerConfig
+from shared.security.secret_keys import key_file_problems, load_private_key
 
 RUNTIMES = ("process", "sim")
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -42,6 +43,7 @@ class NodeAgentConfig(RunnerConfig):
     agent_id: str = ""  # names the agent (its checkpoint key); empty: the node name, or the sim prefix
     heartbeat_interval_s: float = 2.0
     default_grace_s: float = 30.0  # for pods without terminationGracePeriodSeconds
+    secrets_key: str = ""  # the node agents' secrets private key (PEM): opens the sealed job secrets
 
     def problems(self) -> list[str]:
         problems = super().problems()
@@ -62,6 +64,7 @@ class NodeAgentConfig(RunnerConfig):
         if self.heartbeat_interval_s <= 0:
             interval = self.heartbeat_interval_s
             problems.append(f"heartbeat_interval_s: expected a positive number, got {interval}")
+        problems.extend(key_file_problems("secrets_key", self.secrets_key, load_private_key))
         for name in ("time_scale", "default_grace_s"):
             if getattr(self, name) < 0:
                 problems.append(f"{name}: expected a number >= 0, got {getattr(self, name)}")

@@ -4,7 +4,8 @@ Start-up follows the restart rule of core/core.py: the loop replays the log (fro
 `after_replay` asks the runtime which runs are alive and folds them with `recover`, then folds every
 observation the runtime has queued; only then comes the first reconcile, and after every reconcile
 `after_reconcile` takes the core's runtime actions (`plan_actions`) and performs them, a Start with the
-environment and files of the job's plugins (the ssh plugin's key pair as admission wrote it to the log).
+environment and files of the job's plugins (the ssh plugin's key pair as admission wrote it to the log,
+opened with the agent's secrets key: a pod whose pair cannot be opened fails to start, reason StartError).
 Runtime reports arriving later are folded as they come. Beside the loop run the heartbeats (heartbeat.py)
 and the logs API (logs_api.py).
 
@@ -28,19 +29,20 @@ from contracts.codec import decode
 from contracts.objects import Pod
 from services.job_controller.core.expand import JOB_NAME
 from services.job_controller.core.plugins import pod_environment, ssh
-from services.node_agent.agent_core import AgentCore, AgentView
+from services.node_agent.agent_core import AgentCore, AgentView, SecretNotOpened
 from services.node_agent.config import NodeAgentConfig, agent_nodes
 from services.node_agent.core.core import NodeAgentCore
-from services.node_agent.core.state import ENDED, LOST, STARTED, Observation, RuntimeAction, Start
+from services.node_agent.core.state import ENDED, EXITED, LOST, STARTED, Observation, RuntimeAction, Start
 from services.node_agent.heartbeat import send_heartbeats
 from services.node_agent.logs_api import PodLogs, serve_logs
 from services.node_agent.runtime import workdir
 from services.node_agent.runtime.base import Runtime
-from services.node_agent.runtime.process import ProcessRuntime
+from services.node_agent.runtime.process import START_ERROR, ProcessRuntime
 from services.node_agent.runtime.sim import SimRuntime
 from services.node_agent.ssh_keys import prepare_private_files
 from shared.bus.jetstream import Bus
 from shared.runner import EventSourcedService
+from shared.security.secret_keys import load_private_key
 from shared.service import connect_bus, connect_etcd
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
@@ -172,7 +174,15 @@ class NodeAgentService(EventSourcedService[AgentView]):
             if job:
                 attributes[JOB_ATTRIBUTE] = f"{action.spec.meta.namespace}/{job}"
             with self.tracer.start_as_current_span("start pod", context=context, attributes=attributes):
-                env, files = await self._plugin_environment(action)
+                try:
+                    env, files = await self._plugin_environment(action)
+                except SecretNotOpened as exc:
+                    # the pod fails as one the runtime cannot start, with the reason in its PodFailed
+                    log.error("cannot start the pod", pod=action.pod, error=str(exc))
+                    self._observed(
+                        Observation(action.pod, action.run_id, EXITED, START_ERROR, "StartError", str(exc))
+                    )
+                    return
                 await self.runtime.start(action.spec, action.run_id, env=env, files=files)
         else:
             with self.tracer.start_as_current_span("stop pod", context=context, attributes=attributes):
@@ -181,7 +191,7 @@ class NodeAgentService(EventSourcedService[AgentView]):
     async def _plugin_environment(self, start: Start) -> tuple[dict[str, str], dict[str, bytes]]:
         """What the job's plugins give the pod; nothing for a runtime that ignores env and files. A pod
         whose job has no ssh key pair in the log starts without one (its ssh then fails; the log says
-        why)."""
+        why); SecretNotOpened when the job's pair is in the log but cannot be opened."""
         job = self.agent_core.job_of(self.state, start.spec)
         if job is None or self.data_dir is None:
             return {}, {}
@@ -235,7 +245,9 @@ def make_service(
     tracer: Tracer | None = None,
 ) -> NodeAgentService:
     nodes = agent_nodes(config)
-    core = AgentCore(NodeAgentCore(config.agent, nodes, default_grace_s=config.default_grace_s))
+    secrets_key = load_private_key(config.secrets_key) if config.secrets_key else None
+    inner = NodeAgentCore(config.agent, nodes, default_grace_s=config.default_grace_s)
+    core = AgentCore(inner, secrets_key)
     runtime: Runtime
     data_dir: Path | None
     if config.runtime == "sim":

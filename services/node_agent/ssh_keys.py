@@ -1,10 +1,10 @@
 """The ssh plugin's private files on a node agent.
 
-The job's key pair comes from the log (a JobSecretCreated that admission writes with the job, folded by
-agent_core.py), so every agent gives the job's pods the same pair. What stays local is the files' mode:
-the process runtime writes the plugins' files with the default mode, and ssh refuses a private key others
-can read, so the private files are created 0600 (in an owner-only directory) before the runtime writes
-them; it replaces their content, not their mode.
+The job's key pair comes from the log (a JobSecretCreated that admission writes with the job, sealed to
+the node agents, folded and opened by agent_core.py), so every agent gives the job's pods the same pair.
+What stays local is the files' mode: the process runtime writes the plugins' files with the default
+mode, and ssh refuses a private key others can read, so the private files are created 0600 (in an
+owner-only directory) before the runtime writes them; it replaces their content, not their mode.
 """
 
 from __future__ import annotations

@@ -177,6 +177,13 @@ def intake_subject(kind: str, namespace: str | None, name: str) -> str:
     return f"{INTAKE_ROOT}.{_object_tokens(kind, namespace, name)}"
 
 
+def tenant_intake_subject(kind: str, namespace: str, name: str, tenant: str) -> str:
+    """Where a tenant's producer publishes a manifest: the intake subject with the tenant's name as its
+    last token, which the server holds the tenant's user to (shared/security/permissions.py) and admission
+    authorizes the manifest by."""
+    return f"{intake_subject(kind, namespace, name)}.{encode_token(tenant)}"
+
+
 def plan_subject(producer: str) -> str:
     """Where a scheduler replica or the descheduler sends its plans for the binder."""
     return f"{PLANS_ROOT}.{encode_token(producer)}"

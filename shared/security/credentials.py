@@ -30,11 +30,13 @@ from typing import Any
 import nkeys
 
 from shared.security.permissions import (
+    API_ROOT,
     CLIENT_INBOX_ROOT,
     CLIENT_JS_PREFIX,
     CLIENTS_ACCOUNT,
     JS_API,
     SERVICES_ACCOUNT,
+    TENANT,
     Identity,
     Permissions,
     account_of,
@@ -71,7 +73,10 @@ class User:
 
     def file_text(self) -> str:
         i = self.identity
-        lines = [_HEADER, f"# user: {i.user}", f"# role: {i.role}", f"# account: {self.account}", self.seed]
+        lines = [_HEADER, f"# user: {i.user}", f"# role: {i.role}", f"# account: {self.account}"]
+        if i.role == TENANT:  # what its producers need to know (contracts/intake.md)
+            lines += [f"# tenant: {i.user}", f"# namespaces: {','.join(i.namespaces)}"]
+        lines.append(self.seed)
         return "\n".join(lines) + "\n"
 
 
@@ -143,6 +148,10 @@ def read_credentials(creds: str | Path) -> Credentials:
     return Credentials(seeds[0], public_key, account)
 
 
+def _shared(subject: str) -> dict[str, bool]:
+    return {"share": True} if subject == f"{API_ROOT}.>" else {}
+
+
 def server_accounts(users: Iterable[User]) -> str:
     """The nats-server `accounts` block: LAHAR (JetStream, the services and the provisioner) exports to
     CLIENTS (the operator, tenants) exactly what clients may call, and CLIENTS imports it, the JetStream
@@ -167,7 +176,12 @@ def server_accounts(users: Iterable[User]) -> str:
         {"stream": f"{CLIENT_INBOX_ROOT}.>"},
     ]
     imports = [
-        *({"service": {"account": SERVICES_ACCOUNT, "subject": subject}} for subject in services),
+        # share: the server tells admission who asked (Nats-Request-Info, which it writes itself, over
+        # any header of that name the caller sent), so admission authorizes by the caller's key
+        *(
+            {"service": {"account": SERVICES_ACCOUNT, "subject": subject}, **_shared(subject)}
+            for subject in services
+        ),
         *(
             {
                 "service": {"account": SERVICES_ACCOUNT, "subject": f"{JS_API}.{call}"},

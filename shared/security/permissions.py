@@ -66,8 +66,8 @@ from shared.bus.subjects import (
 )
 
 # The roles that are not services.
-ADMIN = "admin"  # the operator's client identity: every namespace (admission will authorize by it)
-TENANT = "tenant"  # a client limited to its namespaces (issued by `lahar tenant add`, later)
+ADMIN = "admin"  # the operator's client identity: every namespace, queue and cluster-scoped kind
+TENANT = "tenant"  # a client limited to its namespaces and queues (issued by `lahar tenant add`)
 PROVISIONER = "provisioner"  # creates and updates the streams; used by the supervisor only
 SERVICE_ROLES = (ADMISSION, JOB_CONTROLLER, QUEUE_CONTROLLER, SCHEDULER, BINDER, NODE_AGENT)
 ROLES = (*SERVICE_ROLES, ADMIN, TENANT, PROVISIONER)
@@ -259,14 +259,17 @@ def permissions(identity: Identity, public_key: str) -> Permissions:
         )
     if role == TENANT:
         # Its namespaces only where the subject names one (intake, logs); API requests carry theirs in
-        # the body, which admission will check against the caller's identity. No reads of the log yet:
-        # an ordered consumer does not name its filter in the API subject, so the server cannot keep a
-        # tenant to its namespaces there.
+        # the body, which admission checks against the caller's key (the server's Nats-Request-Info).
+        # JetStream does not keep that header on a stored intake message, so the intake subject names the
+        # publishing tenant (its last token, intake_tenant_subject) and the server holds the tenant to
+        # its own name there. No reads of the log: an ordered consumer does not name its filter in the
+        # API subject, so the server cannot keep a tenant to its namespaces there.
         spaces = [encode_token(ns) for ns in identity.namespaces]
+        me = encode_token(identity.user)
         return Permissions(
             publish=(
                 f"{API_ROOT}.>",
-                *(f"{INTAKE_ROOT}.*.{ns}.*" for ns in spaces),
+                *(f"{INTAKE_ROOT}.*.{ns}.*.{me}" for ns in spaces),
                 *(f"{LOGS_ROOT}.{ns}.*" for ns in spaces),
                 f"{CLIENT_JS_PREFIX}.STREAM.INFO.{INTAKE_STREAM}",
             ),

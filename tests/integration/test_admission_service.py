@@ -13,18 +13,22 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import nats.errors
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from support.waiting import Eventually
 
 from contracts.bus_messages import DeadLetter
+from contracts.payloads import JobSecretCreated
 from services.admission.service import AdmissionConfig, AdmissionService
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
 from shared.bus.poison import read_dead_letters
 from shared.bus.streams import events_stream, intake_stream
 from shared.bus.subjects import EVENTS_STREAM, INTAKE_STREAM, intake_subject
+from shared.security.sealing import open_job_secret
+from shared.security.secret_keys import issue_secrets_keys, load_private_key
 from shared.servers import EtcdServer, NatsServer, free_port
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
@@ -211,6 +215,22 @@ async def test_a_job_with_the_ssh_plugin_gets_one_key_pair_with_its_submission(
     assert [t for _, t, _ in await events(bus)][2:] == ["JobUpdated"]
     plain = await request(bus, "apply", job_yaml(name="plain"))
     assert plain["accepted"] and [t for _, t, _ in await events(bus)][3:] == ["JobSubmitted"]
+
+
+async def test_with_the_node_agents_key_the_pair_is_written_sealed_to_it(
+    bus: Bus, make: Make, tmp_path: Path
+) -> None:
+    keys = issue_secrets_keys(tmp_path / "creds")
+    service = make(secrets_public_key=str(keys.public))
+    await service.run_until_idle(15)
+    answer = await request(bus, "apply", mpi_job_yaml())
+    assert answer["accepted"], answer
+    (_, _, submitted), (_, _, secret) = await events(bus)
+    payload = msgspec.convert(dict(secret.payload), JobSecretCreated)
+    assert payload.data == {} and b"PRIVATE KEY" not in msgspec.json.encode(payload)
+    uid = submitted.payload["object"]["object"]["meta"]["uid"]
+    opened = open_job_secret(load_private_key(keys.private), "default", "train", payload)
+    assert opened["id_rsa"].startswith("-----BEGIN RSA PRIVATE KEY-----") and secret.payload["uid"] == uid
 
 
 async def test_without_a_key_generator_an_ssh_job_is_refused_for_now_and_nothing_is_written(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from support.payload_examples import EXAMPLES
 
 from contracts import payloads
@@ -15,6 +16,8 @@ from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
 from shared.bus.streams import events_stream
 from shared.bus.subjects import event_subject
+from shared.security.sealing import seal_job_secret
+from shared.security.secret_keys import issue_secrets_keys, load_public_key
 from shared.servers import NatsServer
 
 # what each example is about when its payload holds no object (tests/support/payload_examples.py)
@@ -73,3 +76,26 @@ def test_the_loop_figures_count_each_cores_reconciles_and_renders(tmp_path: Path
     assert controller["rendered"] > 0 and controller["cpu_s"] > 0
     assert (controller["batch"], controller["flush"]) == (3, 5)
     assert result["services"]["binder"]["loop"]["rendered"] == 0
+
+
+async def _write_sealed_secret(nats_dir: Path, recipient: X25519PublicKey) -> None:
+    server = await NatsServer.astart_in(nats_dir)
+    try:
+        bus = await Bus.connect(server.url)
+        await bus.ensure_streams([events_stream()])
+        data = {"id_rsa": "PRIVATE", "id_rsa.pub": "ssh-rsa AAAA"}
+        payload = seal_job_secret(recipient, "default", "train", "u1", "train-ssh", data)
+        env = Envelope.create(
+            "JobSecretCreated", time=1.0, producer="admission", correlation_id="x", payload=payload
+        )
+        await bus.publish(env, _subject("JobSecretCreated", payload))
+        await bus.close()
+    finally:
+        server.stop()
+
+
+def test_the_node_agent_core_opens_the_stacks_sealed_secrets_with_the_stacks_key(tmp_path: Path) -> None:
+    keys = issue_secrets_keys(tmp_path / "creds")  # where `lahar up` writes them
+    asyncio.run(_write_sealed_secret(tmp_path / "nats", load_public_key(keys.public)))
+    result = run(tmp_path, ["node-agent"], events=10, passes=1, nodes=2)
+    assert result["services"]["node-agent"]["events"] == 1

@@ -1,6 +1,8 @@
 """The ssh plugin's key pair end to end: admission's generator with the real ssh-keygen, the private files
 the agent makes owner-only, and two process-runtime agents (real nats-server and etcd) giving the pods of
-one job the same pair from the log, which ssh accepts."""
+one job the same pair from the log, which ssh accepts; sealed to the node agents' key, the pair opens
+only on an agent holding it, and an agent with another key quarantines it and fails the job's pods
+saying why."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ import stat
 import subprocess
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+from msgspec import to_builtins
 from support.waiting import Eventually
 from test_node_agent_service import (  # the node agent's fixtures and helpers
     Agent,
@@ -24,6 +28,7 @@ from test_node_agent_service import (  # the node agent's fixtures and helpers
 
 from contracts.codec import encode_object
 from contracts.objects import Job, frozen_map
+from services.admission.job_secrets import job_secret
 from services.admission.keygen import KeyGenerationError, generate_key_pair
 from services.job_controller.core.expand import pod_for
 from services.job_controller.core.plugins import pod_environment, ssh
@@ -31,6 +36,8 @@ from services.job_controller.core.plugins.ssh import KeyPair
 from services.node_agent.runtime import workdir
 from services.node_agent.ssh_keys import prepare_private_files
 from shared.bus.jetstream import Bus
+from shared.bus.poison import read_quarantine
+from shared.security.secret_keys import issue_secrets_keys, load_public_key
 
 
 def ssh_job(name: str = "mpi", uid: str = "uid-1", script: str = "true", **plugins: list[str]) -> Job:
@@ -138,3 +145,51 @@ async def test_pods_of_one_job_on_two_agents_get_the_pair_from_the_log(
     assert (directories[0] / "root/.ssh/config").read_bytes() == (
         directories[1] / "root/.ssh/config"
     ).read_bytes()
+
+
+async def test_a_sealed_pair_opens_on_an_agent_with_the_key_and_fails_the_pods_of_one_without(
+    agent: Agent,  # noqa: F811
+    bus: Bus,
+    log: Log,  # noqa: F811
+    data_dir: Path,  # noqa: F811
+    tmp_path: Path,
+    eventually: Eventually,
+) -> None:
+    keys_files = issue_secrets_keys(tmp_path / "creds")
+    stale_files = issue_secrets_keys(tmp_path / "creds-of-another-run")
+    holder = agent(secrets_key=str(keys_files.private))
+    stranger = agent(node_name="n2", data_dir=str(tmp_path / "agent-2"), secrets_key=str(stale_files.private))
+    spec = ssh_job(script=POD_SCRIPT)
+    keys = KeyPair(*await generate_key_pair("lahar job default/mpi"))
+    secret = job_secret(spec, (keys.private, keys.public), load_public_key(keys_files.public))
+    await publish(bus, "JobSubmitted", "job", "mpi", {"object": encode_object(spec)})
+    secret_seq = (await publish(bus, "JobSecretCreated", "job", "mpi", to_builtins(secret))).seq
+    pods = [await submit(bus, spec, 0, node="n1"), await submit(bus, spec, 1, node="n2")]
+    ended = {
+        pod.meta.name: await eventually(
+            lambda pod=pod: log.of("PodSucceeded", pod.meta.name) or log.of("PodFailed", pod.meta.name),
+            what=f"{pod.meta.name} ended",
+            timeout_s=30,
+        )
+        for pod in pods
+    }
+    opened, refused = ended[pods[0].meta.name][0], ended[pods[1].meta.name][0]
+    assert opened.type == "PodSucceeded", opened.payload
+    assert (
+        data_dir / "pods" / "default" / pods[0].meta.name / "root/.ssh/id_rsa"
+    ).read_bytes() == keys.private
+    # the other agent never starts the pod: it fails saying why, and the agent goes on
+    assert refused.type == "PodFailed" and refused.payload["reason"] == "StartError"
+    assert "ssh key pair of Job default/mpi cannot be opened: sealed to key" in refused.payload["message"]
+    assert not (tmp_path / "agent-2" / "pods" / "default" / pods[1].meta.name / "root/.ssh/id_rsa").exists()
+
+    async def quarantined() -> list[Any]:
+        return [record for _, record in await read_quarantine(bus, stranger.name)]
+
+    records = await eventually(quarantined, what="the secret quarantined")
+    assert [(r.seq, r.type, r.error_type) for r in records] == [
+        (secret_seq, "JobSecretCreated", "SecretNotOpened")
+    ]
+    assert stranger.health()["ok"]
+    assert "sealed to key" in records[0].error
+    assert await read_quarantine(bus, holder.name) == []

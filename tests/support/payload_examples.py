@@ -81,6 +81,10 @@ EXAMPLES: Mapping[str, payloads.Payload] = {
     ),
     "HyperNodeDeleted": payloads.Empty(),
     "CommandIssued": payloads.CommandIssued(action="AbortJob", target_kind="Job", target="default/train"),
+    "TenantApplied": payloads.TenantApplied(
+        name="team-a", public_keys=("UA" + "A" * 54,), namespaces=("team-a",), queues=("qa",)
+    ),
+    "TenantDeleted": payloads.Empty(),
     "ManifestRejected": payloads.ManifestRejected(
         source="lahar.intake.job.default.train#42",
         errors=(

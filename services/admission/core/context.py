@@ -21,6 +21,7 @@ from contracts.objects import (
     Queue,
 )
 from contracts.resources import MILLI, PODS
+from services.admission.core.tenants import Tenant
 
 ROOT_QUEUE = "root"
 DEFAULT_QUEUE = "default"
@@ -49,6 +50,7 @@ class ClusterContext:
     namespace_queues: Mapping[str, str] = FROZEN_EMPTY
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
     max_queue_depth: int = MAX_QUEUE_DEPTH
+    tenants: Mapping[str, Tenant] = FROZEN_EMPTY  # by name (core/tenants.py; who may write where)
 
     def children(self, name: str) -> list[Queue]:
         """Queues whose parent is `name`; a queue without a parent hangs under root, as Volcano's queue

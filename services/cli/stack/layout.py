@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from shared.security.permissions import Identity
+from shared.security.secret_keys import SecretsKeyFiles
 
 STATE_FILE = "stack.json"
 
@@ -24,6 +25,9 @@ RESTARTING = "restarting"
 NATS = "nats-server"
 ETCD = "etcd"
 CREDS_DIR = "creds"  # every user's nkey seed, mode 0600 (services/cli/stack/identities.py)
+# what a service does with job secrets (docs/security.md, "Secrets"): the key file it gets
+SEALS_SECRETS = "seal"  # admission: the node agents' public key
+OPENS_SECRETS = "open"  # a node agent: their private key
 
 
 def creds_path(home: Path, user: str) -> Path:
@@ -47,6 +51,15 @@ class ServiceSpec:
     module: str
     args: tuple[str, ...] = ()
     identity: Identity | None = None  # its user on the bus (shared/security/permissions.py)
+    secrets: str = ""  # SEALS_SECRETS, OPENS_SECRETS or "": no secrets key
+
+    def secrets_args(self, keys: SecretsKeyFiles | None) -> tuple[str, ...]:
+        """The secrets key file the service gets (none on an open stack: `keys` None)."""
+        if keys is None or not self.secrets:
+            return ()
+        if self.secrets == SEALS_SECRETS:
+            return ("--secrets-public-key", str(keys.public))
+        return ("--secrets-key", str(keys.private))
 
     def command(
         self,

@@ -31,7 +31,7 @@ from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
 from shared.bus.streams import standard_streams
 from shared.server_cluster import CLUSTER_SIZE, astart_cluster, etcd_cluster, nats_cluster
-from shared.servers import EtcdServer, NatsServer, http_ok
+from shared.servers import ConfiguredNats, EtcdServer, NatsServer, http_ok
 
 log = structlog.get_logger(__name__)
 
@@ -76,7 +76,9 @@ async def start_servers(
     if not ha:
         nats_args = credentials.server_args if credentials is not None else ()
         nats_tls = tls.nats if tls is not None else None
-        nats = await NatsServer.astart_in(home / "nats", extra_args=nats_args, tls=nats_tls)
+        # with users, its configuration file (identities.server_conf) carries its TLS too: reloadable
+        server_class = ConfiguredNats if credentials is not None else NatsServer
+        nats = await server_class.astart_in(home / "nats", extra_args=nats_args, tls=nats_tls)
         try:
             if provisioner is not None:
                 single = StackServers([nats], [], stream_replicas=1, tls_ca=tls_ca)

@@ -1,7 +1,8 @@
 """The local stack's supervisor: owns nats-server, etcd and every service process.
 
 It makes the bus's credentials first (identities.py: an nkey per service process, the operator's admin,
-the provisioner; `--no-auth` leaves the bus open) and a CA with the servers' certificates (stack_tls.py;
+the provisioner, and the node agents' key pair that admission seals job secrets to; `--no-auth` leaves
+the bus open and the secrets unsealed) and a CA with the servers' certificates (stack_tls.py;
 `--no-tls` or `--no-auth`: plain TCP), starts nats-server with their permissions and creates the streams
 as the provisioner. It starts the servers and services in dependency order on free loopback
 ports, waits until each reports healthy and then until
@@ -34,12 +35,23 @@ from contracts.events import ADMISSION, NODE_AGENT, SCHEDULER
 from services.cli.stack.backoff import restart_delay
 from services.cli.stack.etcd_users import StackEtcdUsers, open_stack_etcd, provision_stack_etcd
 from services.cli.stack.identities import SIM_AGENT, StackCredentials, issue_credentials
-from services.cli.stack.layout import RESTARTING, RUNNING, STARTING, RunningService, ServiceSpec, StackState
+from services.cli.stack.layout import (
+    CREDS_DIR,
+    OPENS_SECRETS,
+    RESTARTING,
+    RUNNING,
+    SEALS_SECRETS,
+    STARTING,
+    RunningService,
+    ServiceSpec,
+    StackState,
+)
 from services.cli.stack.readiness import waiting_for
 from services.cli.stack.server_keeper import ServerKeeper, record_of
 from services.cli.stack.stack_servers import StackServers, start_servers
 from services.cli.stack.stack_tls import issue_tls
 from shared.security.permissions import Identity
+from shared.security.secret_keys import SecretsKeyFiles, issue_secrets_keys
 from shared.servers import free_port
 
 STOP_GRACE_S = 10.0
@@ -75,6 +87,7 @@ def service_specs(
         "services.node_agent",
         agent_args,
         Identity("node-agent", NODE_AGENT, f"{NODE_AGENT}.{agent_id}"),
+        secrets=OPENS_SECRETS,
     )
     schedulers = [
         ServiceSpec(
@@ -99,7 +112,10 @@ def service_specs(
         for name, module in ELECTED
     ]
     admission = ServiceSpec(
-        "admission", "services.admission", identity=Identity(ADMISSION, ADMISSION, ADMISSION)
+        "admission",
+        "services.admission",
+        identity=Identity(ADMISSION, ADMISSION, ADMISSION),
+        secrets=SEALS_SECRETS,
     )
     return [admission, *elected, *schedulers, agent]
 
@@ -160,6 +176,7 @@ class Supervisor:
         self.spawned_at: dict[str, float] = {}
         self.stopping = asyncio.Event()
         self.credentials: StackCredentials | None = None
+        self.secrets_keys: SecretsKeyFiles | None = None  # the node agents' job-secrets key pair
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -235,13 +252,17 @@ class Supervisor:
     async def _start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.state.write(self.home)
-        if self.secure:
-            # a fresh key per user at every start (docs/security.md): the server loads their public keys
-            self.credentials = issue_credentials(self.home, self.specs)
-            self.state.admin_creds = str(self.credentials.admin)
         # a fresh CA and server certificates at every start, like the keys
         tls = issue_tls(self.home) if self.tls else None
         self.state.tls_ca = str(tls.ca) if tls is not None else ""
+        if self.secure:
+            # a fresh key per user at every start (docs/security.md): the server loads their public keys,
+            # and its certificate from the same file, so that `lahar tenant add` can reload it
+            nats_tls = (tls.nats.cert, tls.nats.key) if tls is not None else None
+            self.credentials = issue_credentials(self.home, self.specs, ha=self.ha, tls=nats_tls)
+            self.state.admin_creds = str(self.credentials.admin)
+            # and a fresh key pair the ssh plugin's secrets are sealed to (docs/security.md, "Secrets")
+            self.secrets_keys = issue_secrets_keys(self.home / CREDS_DIR)
         self.servers = servers = await start_servers(
             self.home, ha=self.ha, credentials=self.credentials, tls=tls
         )
@@ -298,7 +319,10 @@ class Supervisor:
         log_path = logs / f"{spec.name}.log"
         creds = self.credentials.of(spec.name) if self.credentials is not None else ""
         extra = self.servers.service_args() if self.servers is not None else ()
-        etcd_password = self.etcd_users.of(spec.name) if self.etcd_users is not None else ""
+        if self.credentials is not None and spec.identity is not None and spec.identity.role == ADMISSION:
+            # the operator's key: admission authorizes every request by its caller's (docs/security.md)
+            extra = (*extra, "--operator-keys", ",".join(self.credentials.operator_keys))
+        extra = (*extra, *spec.secrets_args(self.secrets_keys))
         command = spec.command(
             self.state.nats_url,
             self.state.etcd_endpoint,

@@ -13,6 +13,7 @@ from contracts.codec import encode_object
 from contracts.objects import ApiObject, Command, ObjectMeta, OwnerReference
 from services.admission.context_core import AdmissionViewCore, View, plan
 from services.admission.core.decide import APPLY, COMMAND, DELETE, Request
+from services.admission.core.tenants import Tenant
 from shared.runner_types import Event
 
 CORE = AdmissionViewCore()
@@ -188,3 +189,31 @@ def test_pods_are_forgotten_once_they_can_no_longer_allocate() -> None:
     assert list(view.pods) == ["default/b"] and view.context().allocated_pods("q") == 1
     view = CORE.apply(view, event(6, "PodTerminated", "pod", "b", "default", node="n1", reason="deleted"))
     assert not view.pods and view.context().allocated_pods("q") == 0
+
+
+def test_the_tenant_registry_is_folded_guarded_and_checkpointed() -> None:
+    key = "U" + "A" * 55
+    applied_a = event(
+        1, "TenantApplied", "tenant", "a", None, "admission", name="a", public_keys=[key], namespaces=["a"]
+    )
+    view = folded(
+        applied_a,
+        event(
+            2,
+            "TenantApplied",
+            "tenant",
+            "b",
+            None,
+            "admission",
+            name="b",
+            public_keys=["U" + "B" * 55],
+            namespaces=["b"],
+            queues=["qb"],
+        ),
+    )
+    assert view.context().tenants["a"] == Tenant("a", (key,), ("a",), None)
+    assert view.subject_seq("tenant", None, "b") == 2  # two replicas cannot both change a tenant
+    loaded = CORE.load(CORE.dump(view))
+    assert loaded.context().tenants == view.context().tenants
+    view = folded(applied_a, event(3, "TenantDeleted", "tenant", "a", None, "admission"))
+    assert "a" not in view.context().tenants

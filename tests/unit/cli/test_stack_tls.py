@@ -103,12 +103,14 @@ def test_the_nats_routes_verify_each_other_and_the_members_keep_the_users(
     members = nats_cluster(tmp_path, tls=tls.nats, include=auth)
     for member in members:
         assert value(member._command(), "--config") == str(member.base_dir / "member.conf")
-        assert "--tls" in member._command() and member.url.startswith("tls://")
+        # TLS in the file only: a reload (after `lahar tenant add`) refuses a server started with --tls
+        assert "--tls" not in member._command() and member.url.startswith("tls://")
     text = member_conf(members[0].base_dir, tls.nats, auth)
     assert 'include "../nats/auth.conf"' in text  # nats-server takes relative includes only
-    assert "cluster { tls {" in text and "verify: true" in text and str(tls.nats.cert) in text
+    assert "cluster { name: lahar, tls {" in text and "verify: true" in text and str(tls.nats.cert) in text
+    assert f'\ntls {{ cert_file: "{tls.nats.cert}"' in text  # the clients' port
+    assert "server_name: $LAHAR_NATS_SERVER_NAME" in text  # a reload takes the name from the file
     assert "tls" not in member_conf(members[0].base_dir, None, auth)
-    assert nats_cluster(tmp_path)[0].conf is None  # neither users nor TLS: no file
 
 
 def test_every_service_is_given_the_ca(tmp_path: Path, tls: StackTls) -> None:

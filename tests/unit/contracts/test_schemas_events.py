@@ -122,6 +122,36 @@ def test_a_version_1_job_status_is_read_at_the_current_version_with_the_document
     assert problems(event_path("JobStatusChanged"), JOB_STATUS_V1) != []
 
 
+# JobSecretCreated as lahars before version 2 wrote it: the key pair in plain text
+JOB_SECRET_V1 = {"name": "mpi-ssh", "uid": "u1", "data": {"id_rsa": "PRIVATE", "id_rsa.pub": "ssh-rsa A"}}
+
+
+def test_a_version_1_job_secret_is_read_as_an_unsealed_one() -> None:
+    assert EVENT_TYPES["JobSecretCreated"].version == 2
+    assert decode_payload("JobSecretCreated", 1, JOB_SECRET_V1) == payloads.JobSecretCreated(
+        name="mpi-ssh", uid="u1", data=JOB_SECRET_V1["data"], sealed=None
+    )
+
+
+SEALED = payloads.SealedSecret(
+    algorithm="X25519-HKDF-SHA256-AES256GCM",
+    key_id="sha256:0123456789abcdef0123456789abcdef",
+    ephemeral_key="AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+    nonce="AAAAAAAAAAAAAAAA",
+    ciphertext="c2VhbGVk",
+)
+
+
+def test_a_job_secret_is_sealed_or_plain_never_both() -> None:
+    sealed = on_the_wire(encode_payload(payloads.JobSecretCreated(name="mpi-ssh", uid="u1", sealed=SEALED)))
+    assert sealed["data"] == {} and sealed["sealed"]["key_id"].startswith("sha256:")
+    assert problems(event_path("JobSecretCreated"), sealed) == []
+    assert decode_payload("JobSecretCreated", 2, sealed).sealed == SEALED
+    assert problems(event_path("JobSecretCreated"), {**sealed, "sealed": {"key_id": "k"}}) != []
+    with pytest.raises(PayloadError, match="data: must be empty when the secret is sealed"):
+        decode_payload("JobSecretCreated", 2, {**sealed, "data": {"id_rsa": "PRIVATE"}})
+
+
 def test_an_old_event_from_the_log_reaches_a_core_upcast() -> None:
     written = Envelope.create(
         "JobStatusChanged",

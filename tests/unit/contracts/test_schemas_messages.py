@@ -18,6 +18,7 @@ from contracts.objects import PodGroupCondition
 from contracts.schema_gen import message_path
 from services.admission.api import command_requests, delete_requests, reply
 from services.admission.context_core import Outcome, Plan
+from services.admission.core.tenants import Tenant, parse_tenant
 from services.admission.intake import Invalid
 from services.node_agent.logs_api import PodLogs, answer
 from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate
@@ -173,6 +174,37 @@ def test_a_request_the_schema_allows_admission_reads(
     else:
         with pytest.raises(Invalid):
             build(body)
+
+
+KEY = "U" + "A" * 55
+
+
+@pytest.mark.parametrize(
+    ("body", "fits"),
+    [
+        ({"name": "team-a", "public_keys": [KEY], "namespaces": ["team-a"]}, True),
+        ({"name": "team-a", "public_keys": [KEY], "namespaces": ["team-a"], "queues": ["qa"]}, True),
+        ({"name": "team-a", "public_keys": [KEY], "namespaces": ["team-a"], "queues": None}, True),
+        ({"name": "team-a", "namespaces": ["team-a"]}, False),
+        ({"name": "team-a", "public_keys": [KEY], "namespaces": "team-a"}, False),
+    ],
+)
+def test_a_tenant_registration_the_schema_allows_admission_reads(body: dict[str, Any], fits: bool) -> None:
+    assert (problems(message_path("TenantApplyRequest"), body) == []) is fits
+    assert (parse_tenant(body, {})[0] is not None) is fits
+
+
+def test_a_forbidden_reply_and_the_tenant_listing_fit() -> None:
+    forbidden = reply(
+        None,
+        code="forbidden",
+        dry_run=False,
+        errors=[FieldError("Job b/x", "metadata.namespace", "tenant 'a' may not write in namespace 'b'")],
+    )
+    assert problems(message_path("ApiReply"), json.loads(json.dumps(forbidden))) == []
+    listing = {**reply(None, code="ok", dry_run=False), "accepted": True}
+    listing["tenants"] = [Tenant("a", (KEY,), ("a",), None).to_dict()]
+    assert problems(message_path("ApiReply"), listing) == []
 
 
 # --- the logs API --------------------------------------------------------------------------------------

@@ -8,14 +8,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgpack
+import msgspec
 import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from contracts.codec import encode_object
 from contracts.objects import Container, Job, Node, ObjectMeta, PodSpec, PodTemplate, TaskSpec, frozen_map
 from contracts.resources import Resources
 from services.job_controller.core.expand import default_job, pod_for
 from services.job_controller.core.plugins.ssh import KeyPair
-from services.node_agent.agent_core import AgentCore, AgentView
+from services.node_agent.agent_core import AgentCore, AgentView, SecretNotOpened
 from services.node_agent.core.core import NodeAgentCore
 from services.node_agent.logs_api import PodLogs, answer, read_chunk
 from shared.bus.heartbeats import (
@@ -26,6 +29,7 @@ from shared.bus.heartbeats import (
 )
 from shared.bus.subjects import logs_subject, pod_of_logs_subject
 from shared.runner_types import Event
+from shared.security.sealing import seal_job_secret
 
 TRACE_A = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 TRACE_B = "00-1bf7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01"
@@ -44,9 +48,9 @@ def make_job(name: str, **plugins: list[str]) -> Job:
 
 
 class Harness:
-    def __init__(self) -> None:
+    def __init__(self, secrets_key: X25519PrivateKey | None = None) -> None:
         node = Node(meta=ObjectMeta(name="n1", namespace=""), allocatable=Resources.parse({"cpu": "4"}))
-        self.core = AgentCore(NodeAgentCore("a1", (node,)))
+        self.core = AgentCore(NodeAgentCore("a1", (node,)), secrets_key)
         self.state: AgentView = self.core.initial()
         self.seq = 0
 
@@ -105,6 +109,65 @@ def test_a_jobs_ssh_pair_is_the_secret_of_its_incarnation_until_the_job_is_delet
     assert agent.core.ssh_keys_of(agent.state, job) == KeyPair(b"KEY-1", b"ssh-rsa AAAA")  # not an ssh pair
     agent.event("JobCleanedUp", "job", "mpi", {"incarnation": 1})
     assert agent.core.ssh_keys_of(agent.state, job) is None and agent.state.secrets == {}
+
+
+def sealed(key: X25519PrivateKey, job: str, uid: str, private: str = "PRIVATE KEY 1") -> dict[str, Any]:
+    data = {"id_rsa": private, "id_rsa.pub": "ssh-rsa AAAA"}
+    secret = seal_job_secret(key.public_key(), "default", job, uid, f"{job}-ssh", data)
+    return msgspec.to_builtins(secret)  # type: ignore[no-any-return]
+
+
+def test_a_sealed_pair_is_kept_sealed_and_opened_with_the_agents_key() -> None:
+    key = X25519PrivateKey.generate()
+    agent = Harness(key)
+    job = with_uid(make_job("mpi", ssh=[]), "uid-1")
+    agent.job("JobSubmitted", job)
+    agent.event("JobSecretCreated", "job", "mpi", sealed(key, "mpi", "uid-1"))
+    assert agent.core.ssh_keys_of(agent.state, job) == KeyPair(b"PRIVATE KEY 1", b"ssh-rsa AAAA")
+    # neither the state nor the checkpoint holds the private key in plain text
+    assert agent.state.secrets["default/mpi"].data == {}
+    assert b"PRIVATE KEY 1" not in agent.core.dump(agent.state)
+    loaded = agent.core.load(agent.core.dump(agent.state))
+    assert agent.core.ssh_keys_of(loaded, job) == KeyPair(b"PRIVATE KEY 1", b"ssh-rsa AAAA")
+
+
+def test_a_secret_the_agent_cannot_open_is_refused_and_its_pods_are_told_why() -> None:
+    agent = Harness(X25519PrivateKey.generate())
+    job = with_uid(make_job("mpi", ssh=[]), "uid-1")
+    agent.job("JobSubmitted", job)
+    # sealed to the key of another run of the stack: the loop quarantines the event on this error
+    with pytest.raises(
+        SecretNotOpened, match="ssh key pair of Job default/mpi cannot be opened: sealed to key"
+    ):
+        agent.event("JobSecretCreated", "job", "mpi", sealed(X25519PrivateKey.generate(), "mpi", "uid-1"))
+    # and the pods of the job fail to start with the same reason instead of starting without their pair
+    with pytest.raises(SecretNotOpened, match="sealed to key sha256:"):
+        agent.core.ssh_keys_of(agent.state, job)
+
+
+def test_a_sealed_secret_copied_onto_another_job_does_not_open() -> None:
+    key = X25519PrivateKey.generate()
+    agent = Harness(key)
+    with pytest.raises(SecretNotOpened, match=r"Job default/victim .*authentication failed"):
+        agent.event("JobSecretCreated", "job", "victim", sealed(key, "mpi", "uid-1"))
+
+
+def test_without_a_secrets_key_a_sealed_secret_is_refused_and_a_plain_one_read() -> None:
+    agent = Harness()
+    with pytest.raises(SecretNotOpened, match="this reader has no secrets key"):
+        agent.event("JobSecretCreated", "job", "mpi", sealed(X25519PrivateKey.generate(), "mpi", "uid-1"))
+    agent.event("JobSecretCreated", "job", "mpi", secret("uid-1", "KEY-1"))
+    job = with_uid(make_job("mpi", ssh=[]), "uid-1")
+    assert agent.core.ssh_keys_of(agent.state, job) == KeyPair(b"KEY-1", b"ssh-rsa AAAA")
+
+
+def test_a_checkpoint_from_before_sealing_is_still_read() -> None:
+    agent = Harness()
+    job = with_uid(make_job("mpi", ssh=[]), "uid-1")
+    old = msgpack.unpackb(agent.core.dump(agent.state), raw=False)
+    old["secrets"] = {"default/mpi": ["uid-1", {"id_rsa": "KEY-0", "id_rsa.pub": "ssh-rsa AAAA"}]}
+    loaded = agent.core.load(msgpack.packb(old, use_bin_type=True))
+    assert agent.core.ssh_keys_of(loaded, job) == KeyPair(b"KEY-0", b"ssh-rsa AAAA")
 
 
 def test_a_run_keeps_the_trace_of_the_latest_decision_about_it_until_it_ends() -> None:

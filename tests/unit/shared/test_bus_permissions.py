@@ -28,6 +28,7 @@ from shared.bus.subjects import (
     plan_subject,
     quarantine_subject,
     reconcile_failure_subject,
+    tenant_intake_subject,
 )
 from shared.security.credentials import (
     CredentialsError,
@@ -162,8 +163,19 @@ def test_clients_send_api_requests_intake_and_log_requests() -> None:
     admin, tenant = CLIENTS
     for subject in ("lahar.api.apply", intake_subject("job", "team-b", "j"), logs_subject("team-b", "p")):
         assert may_publish(admin, subject), subject
-    assert may_publish(tenant, intake_subject("job", "team-a", "j"))
-    assert not may_publish(tenant, intake_subject("job", "team-b", "j"))
+    # a tenant publishes intake in its namespaces, under its own name only (admission reads it there)
+    assert may_publish(tenant, tenant_intake_subject("job", "team-a", "j", "team-a"))
+    assert not may_publish(tenant, intake_subject("job", "team-a", "j"))  # the operator's form
+    assert not may_publish(tenant, tenant_intake_subject("job", "team-a", "j", "team-b"))
+    assert not may_publish(tenant, tenant_intake_subject("job", "team-b", "j", "team-a"))
+    assert may_publish(admin, tenant_intake_subject("job", "team-b", "j", "team-b"))
+    # API requests (admission authorizes them by the caller's key) and the intake stream's info; no
+    # reads of the log, no other stream, no dead letters
+    assert may_publish(tenant, "lahar.api.apply") and may_publish(tenant, "lahar.api.tenant.apply")
+    assert may_publish(tenant, f"{CLIENT_JS_PREFIX}.STREAM.INFO.LAHAR_INTAKE")
+    for call in ("STREAM.INFO.LAHAR_EVENTS", "CONSUMER.CREATE.LAHAR_EVENTS", "STREAM.MSG.GET.LAHAR_EVENTS"):
+        assert not may_publish(tenant, f"{CLIENT_JS_PREFIX}.{call}"), call
+    assert not may_publish(tenant, f"{CLIENT_JS_PREFIX}.STREAM.INFO.LAHAR_DEADLETTER")
     assert may_publish(tenant, logs_subject("team-a", "p"))
     assert not may_publish(tenant, logs_subject("team-b", "p"))
     assert not may_subscribe(admin, "lahar.api.apply")  # nobody but admission hears the API
@@ -242,3 +254,15 @@ def test_the_accounts_block_lists_every_user_in_its_account_with_the_clients_imp
     assert f'"nkey": "{users[1].public_key}"' in clients and "jetstream" not in clients
     assert '"lahar.ev.job.admission.JobSubmitted.>"' in services and '"allow_responses": true' in services
     assert '"to": "lahar.js.STREAM.INFO.LAHAR_EVENTS"' in clients
+    # the API's import is shared: the server tells admission who asked (Nats-Request-Info)
+    assert '{"service": {"account": "LAHAR", "subject": "lahar.api.>"}, "share": true}' in clients
+    assert '"subject": "lahar.intake.>"}}' in clients  # the intake is not (JetStream would not keep it)
+
+
+def test_a_tenants_credentials_name_the_tenant_and_its_namespaces(tmp_path: Path) -> None:
+    user = new_user(Identity("team-a", TENANT, namespaces=("team-a", "team-a-dev")))
+    text = user.file_text()
+    assert "# tenant: team-a\n" in text and "# namespaces: team-a,team-a-dev\n" in text
+    write_private(tmp_path / "t.nk", text)
+    creds = read_credentials(tmp_path / "t.nk")
+    assert (creds.public_key, creds.account) == (user.public_key, CLIENTS_ACCOUNT)

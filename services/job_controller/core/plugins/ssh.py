@@ -16,9 +16,10 @@ runtime's containers share the agent's HOME, so point ssh at them: `ssh -F "$VC_
 Generating a key pair takes randomness, which a pure function has none of: the pair comes in as data
 (`contribute(given, keys)`). Admission generates it when it accepts the job (services/admission/keygen.py)
 and writes it to the log right after the JobSubmitted, in the same batch, as a JobSecretCreated (subject
-the job, payload `name` `<job>-ssh`, the job's `uid` and `data` {id_rsa, id_rsa.pub}); node agents fold
-it like the job itself, so every pod of the job gets the same pair on whichever agent it runs. Without
-keys (no flag, no pair in the log) the plugin gives nothing.
+the job, payload `name` `<job>-ssh`, the job's `uid` and the data {id_rsa, id_rsa.pub} sealed to the node
+agents, shared/security/sealing.py); node agents fold it like the job itself and open it when a pod
+starts, so every pod of the job gets the same pair on whichever agent it runs. The job-controller never
+reads the secret. Without keys (no flag, no pair in the log) the plugin gives nothing.
 
 Differences from Volcano: the private key file is made 0600 by the agent even under a custom key file
 path (Volcano uses 0644 there, for a non-root user to read a root-owned file; here the agent's user owns
