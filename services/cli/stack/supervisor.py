@@ -323,6 +323,7 @@ class Supervisor:
             # the operator's key: admission authorizes every request by its caller's (docs/security.md)
             extra = (*extra, "--operator-keys", ",".join(self.credentials.operator_keys))
         extra = (*extra, *spec.secrets_args(self.secrets_keys))
+        etcd_password = self.etcd_users.of(spec.name) if self.etcd_users is not None else ""
         command = spec.command(
             self.state.nats_url,
             self.state.etcd_endpoint,
