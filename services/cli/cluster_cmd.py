@@ -101,9 +101,13 @@ def credentials(args: argparse.Namespace) -> str | None:
 
 def etcd_password_file(args: argparse.Namespace) -> str | None:
     """--etcd-password-file or $LAHAR_ETCD_PASSWORD_FILE, else the admin's etcd password of the stack
-    running from the home (none when its etcd runs without authentication, or no stack runs there)."""
+    running from the home (none when its etcd runs without authentication, or no stack runs there). With
+    --creds naming someone else's credentials, none: the client takes the password file beside them (a
+    tenant's, shared/store/etcd_auth.py), never the operator's."""
     if args.etcd_password_file:
         return str(args.etcd_password_file)
+    if args.creds:
+        return None
     state = StackState.read(lahar_home(args.home))
     return state.admin_etcd_password or None if state is not None else None
 

@@ -32,6 +32,7 @@ from nats.aio.client import Client as NatsClient
 
 from services.cli import output
 from services.cli.cluster_cmd import command, run
+from services.cli.stack.etcd_users import PASSWORD_SUFFIX, add_tenant_etcd, remove_tenant_etcd
 from services.cli.stack.layout import StackState, lahar_home, process_alive
 from services.cli.stack.tenants import (
     TenantRecord,
@@ -44,6 +45,7 @@ from services.cli.stack.tenants import (
 from shared.bus.tls_handshake import ErrorCallback, first_connection
 from shared.client import LaharClient, LaharError
 from shared.client_reads import Answer
+from shared.config import parse_endpoints
 from shared.security.credentials import new_user, read_credentials, write_private
 from shared.security.permissions import TENANT, Identity
 from shared.security.tls import client_context
@@ -139,6 +141,12 @@ def run_add(args: argparse.Namespace) -> int:
         save_tenant(home, record)
         write_auth_conf(home)
         write_private(target, user.file_text())
+        if state.admin_etcd_password:
+            # its etcd user, read-only on its namespaces' objects: `lahar get` with its credentials
+            # finds the password beside them (shared/store/etcd_auth.py), naming the user
+            endpoints, tls_ca = parse_endpoints(state.etcd_endpoint), state.tls_ca or None
+            etcd_text = await add_tenant_etcd(home, record, endpoints, tls_ca)
+            write_private(target.with_suffix(PASSWORD_SUFFIX), etcd_text)
         missed = reload_servers(state)
         if missed:
             print(
@@ -206,7 +214,11 @@ def run_remove(args: argparse.Namespace) -> int:
         forget_tenant(home, args.name)
         write_auth_conf(home)
         reload_servers(state)
+        if state.admin_etcd_password:
+            endpoints, tls_ca = parse_endpoints(state.etcd_endpoint), state.tls_ca or None
+            await remove_tenant_etcd(home, args.name, endpoints, tls_ca)
         tenant_creds_path(home, args.name).unlink(missing_ok=True)
+        tenant_creds_path(home, args.name).with_suffix(PASSWORD_SUFFIX).unlink(missing_ok=True)
         print(f"tenant/{args.name} deleted")
         return output.EXIT_OK
 

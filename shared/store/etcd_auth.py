@@ -54,7 +54,21 @@ def client_etcd_credentials(
     if nats_creds and nats_creds.endswith(".nk"):
         beside = Path(nats_creds).with_suffix(".etcd")
         if beside.is_file():
-            return EtcdCredentials.from_file(user or beside.stem, beside)
+            return EtcdCredentials.from_file(user or named_user(beside) or beside.stem, beside)
+    return None
+
+
+def named_user(password_file: Path) -> str | None:
+    """The etcd user a password file names on a later `user: NAME` line (a tenant's, whose file may be
+    written anywhere by `lahar tenant add -o`), None if it names none."""
+    try:
+        lines = password_file.read_text().splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip() == "user" and value.strip():
+            return value.strip()
     return None
 
 

@@ -83,6 +83,25 @@ async def disable(
         await etcd.close()
 
 
+async def remove_user(
+    endpoints: Sequence[tuple[str, int]], *, root_password: str, user: str, tls_ca: str | None = None
+) -> None:
+    """Delete a user and the role of the same name (a tenant's), as root; nothing if they are gone."""
+    etcd = await _connect(endpoints, tls_ca, root_password)
+    try:
+        for method, request in (
+            ("UserDelete", rpc.AuthUserDeleteRequest(name=user)),
+            ("RoleDelete", rpc.AuthRoleDeleteRequest(role=user)),
+        ):
+            try:
+                await etcd.auth(method, request)
+            except EtcdError as exc:
+                if "not found" not in str(exc):
+                    raise
+    finally:
+        await etcd.close()
+
+
 def _permissions(role: EtcdRole) -> set[tuple[int, bytes, bytes]]:
     return {(_READ, r.key, r.range_end) for r in role.read} | {
         (_READWRITE, r.key, r.range_end) for r in role.readwrite

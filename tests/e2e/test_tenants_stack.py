@@ -167,6 +167,30 @@ async def test_a_tenant_cannot_touch_another_tenants_namespace_nor_a_queue_it_ma
     assert await records_on(stack, event_filter("command", "b")) == []
 
 
+async def test_a_tenant_reads_only_its_own_namespaces_in_the_read_model(tenants: Tenants) -> None:
+    mine, theirs = unique("read-a"), unique("read-b")
+    for creds, name, namespace, queue in ((tenants.a, mine, "a", "qa"), (tenants.b, theirs, "b", "qb")):
+        code, out = tenants.apply(creds, job(name, namespace, queue))
+        assert code == 0, out
+    # the operator sees both (once the job-controller has written them); tenant a its own job (and the
+    # queues, which it submits to), never b's
+    deadline = time.monotonic() + 60
+    while True:
+        code, out = tenants.lahar(None, "get", "jobs", "-A", "-o", "json")
+        if code == 0 and mine in out and theirs in out:
+            break
+        assert time.monotonic() < deadline, out
+        await asyncio.sleep(0.2)
+    code, out = tenants.lahar(tenants.a, "get", "jobs", "-n", "a", "-o", "json")
+    assert code == 0 and mine in out, out
+    code, out = tenants.lahar(tenants.a, "get", "queues")
+    assert code == 0 and "qa" in out, out
+    code, out = tenants.lahar(tenants.a, "get", "jobs", "-n", "b", "-o", "json")
+    assert code != 0 and theirs not in out and "permission denied" in out.lower(), out
+    code, out = tenants.lahar(tenants.a, "get", "pods", "-A")
+    assert code != 0 and theirs not in out, out
+
+
 async def test_the_same_rules_hold_for_intake(tenants: Tenants) -> None:
     stack = tenants.stack
     allowed, wrong_queue, elsewhere = unique("intake-ok"), unique("intake-qb"), unique("intake-b")

@@ -20,11 +20,12 @@ from pathlib import Path
 
 from services.cli.stack.identities import stack_identities
 from services.cli.stack.layout import CREDS_DIR, ServiceSpec
+from services.cli.stack.tenants import TENANT_CREDS_PREFIX, TenantRecord, load_tenants
 from shared.security.credentials import write_private
-from shared.security.etcd_roles import stack_roles
+from shared.security.etcd_roles import stack_roles, tenant_role
 from shared.security.permissions import ADMIN
 from shared.store.etcd_auth import EtcdAuthError
-from shared.store.etcd_provision import disable, provision, users_of
+from shared.store.etcd_provision import EtcdUser, disable, provision, remove_user, users_of
 
 ROOT_PASSWORD_FILE = "etcd-root.password"
 PASSWORD_SUFFIX = ".etcd"
@@ -68,20 +69,65 @@ async def provision_stack_etcd(
     roles = stack_roles(stack_identities(specs))
     root = _root_password(home)
     for stale in (home / CREDS_DIR).glob(f"*{PASSWORD_SUFFIX}"):  # an earlier run's users
-        stale.unlink()
+        if not stale.name.startswith(TENANT_CREDS_PREFIX):  # tenants keep theirs (tenant_cmd.py)
+            stale.unlink()
     passwords = {user: _new_password() for user in roles}
     files = {}
     for user, password in passwords.items():
         files[user] = etcd_password_path(home, user)
         write_private(files[user], password + "\n")
+    # tenants added on this home earlier keep their users and passwords (etcd keeps its users too)
+    saved = (_saved_tenant_user(home, record) for record in load_tenants(home))
+    tenants = [tenant for tenant in saved if tenant is not None]
     try:
-        await provision(endpoints, root_password=root, users=users_of(roles, passwords), tls_ca=tls_ca)
+        await provision(
+            endpoints, root_password=root, users=[*users_of(roles, passwords), *tenants], tls_ca=tls_ca
+        )
     except EtcdAuthError as exc:
         raise EtcdAuthError(
             f"{exc} (etcd in {home} has authentication on, and {home / CREDS_DIR / ROOT_PASSWORD_FILE} "
             "is not its root password: remove the etcd data directory to start afresh)"
         ) from exc
     return StackEtcdUsers(files)
+
+
+def tenant_etcd_user(name: str) -> str:
+    """A tenant's etcd user (and role): prefixed, so that no tenant's name is a service's."""
+    return f"{TENANT_CREDS_PREFIX}{name}"
+
+
+def tenant_etcd_record(record: TenantRecord, password: str) -> EtcdUser:
+    user = tenant_etcd_user(record.name)
+    return EtcdUser(user, password, tenant_role(user, record.namespaces))
+
+
+def _saved_tenant_user(home: Path, record: TenantRecord) -> EtcdUser | None:
+    path = etcd_password_path(home, tenant_etcd_user(record.name))
+    if not path.is_file():
+        return None
+    return tenant_etcd_record(record, path.read_text().splitlines()[0].strip())
+
+
+async def add_tenant_etcd(
+    home: Path, record: TenantRecord, endpoints: Sequence[tuple[str, int]], tls_ca: str | None
+) -> str:
+    """A new password for the tenant's etcd user, kept in <home>/creds/tenant-NAME.etcd, its role read-only
+    on its namespaces (shared/security/etcd_roles.py); the password file's text, which names the user
+    (a copy goes beside the tenant's credentials file wherever `-o` puts it)."""
+    password = _new_password()
+    user = tenant_etcd_record(record, password)
+    text = f"{password}\nuser: {user.name}\n"
+    write_private(etcd_password_path(home, user.name), text)
+    await provision(endpoints, root_password=_root_password(home), users=[user], tls_ca=tls_ca)
+    return text
+
+
+async def remove_tenant_etcd(
+    home: Path, name: str, endpoints: Sequence[tuple[str, int]], tls_ca: str | None
+) -> None:
+    user = tenant_etcd_user(name)
+    await remove_user(endpoints, root_password=_root_password(home), user=user, tls_ca=tls_ca)
+    etcd_password_path(home, user).unlink(missing_ok=True)
 
 
 async def open_stack_etcd(home: Path, endpoints: Sequence[tuple[str, int]], tls_ca: str | None) -> None:
