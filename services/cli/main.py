@@ -11,6 +11,7 @@ from services.admission import validate_cmd
 from services.cli import (
     bench_cmd,
     cluster_cmd,
+    deploy_cmd,
     job_cmd,
     poison_cmd,
     queue_cmd,
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     queue_cmd.register(sub)
     poison_cmd.register(sub)
     tenant_cmd.register(sub)
+    deploy_cmd.register(sub)
     return parser
 
 
