@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from services.cli import output
-from services.cli.deploy.identities import TopologyError, compose_identities
+from services.cli.deploy.identities import TopologyError, compose_identities, server_hosts
 from services.cli.deploy.keys import KeysExistError, write_deployment_keys
 
 DEFAULT_COMPOSE = Path("deploy") / "compose" / "docker-compose.yaml"
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     actions = deploy.add_subparsers(dest="deploy_command", required=True, metavar="ACTION")
     keys = actions.add_parser(
         "keys",
-        help="make every credential of a compose deployment: bus users, the servers' configuration",
+        help="make every credential of a compose deployment: bus users, the servers' configuration, TLS",
     )
     keys.add_argument("--out", required=True, help="the directory the compose file mounts (created 0700)")
     keys.add_argument(
@@ -34,7 +34,7 @@ def run_keys(args: argparse.Namespace) -> int:
     try:
         compose = yaml.safe_load(Path(args.compose).read_text())
         identities = compose_identities(compose)
-        made = write_deployment_keys(Path(args.out), identities, replace=args.replace)
+        made = write_deployment_keys(Path(args.out), identities, server_hosts(compose), replace=args.replace)
     except (OSError, yaml.YAMLError, TopologyError, KeysExistError) as exc:
         print(f"lahar deploy keys: {exc}", file=sys.stderr)
         return output.EXIT_REFUSED

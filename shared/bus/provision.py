@@ -22,12 +22,17 @@ _STREAM_REQUEST_TIMEOUT_S = 2.0
 
 
 async def create_streams_until_ready(
-    servers: Sequence[str], *, replicas: int, creds: str | None, deadline: float
+    servers: Sequence[str], *, replicas: int, creds: str | None, tls_ca: str | None, deadline: float
 ) -> None:
     """Create every standard stream with `replicas`, trying again until the JetStream cluster can (its
-    meta leader elected, every server joined) or `deadline` (time.monotonic()) passes: RuntimeError."""
+    meta leader elected, every server joined) or `deadline` (time.monotonic()) passes: RuntimeError.
+    creds: the provisioner's credentials file; tls_ca: the CA the servers' certificates chain to."""
     bus = await Bus.connect(
-        list(servers), name="lahar-provisioner", request_timeout_s=_STREAM_REQUEST_TIMEOUT_S, creds=creds
+        list(servers),
+        name="lahar-provisioner",
+        request_timeout_s=_STREAM_REQUEST_TIMEOUT_S,
+        creds=creds,
+        tls_ca=tls_ca,
     )
     try:
         while True:

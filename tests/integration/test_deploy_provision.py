@@ -22,6 +22,7 @@ from shared.bus.jetstream import Bus
 from shared.bus.streams import standard_streams
 from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, event_subject
 from shared.security.credentials import read_credentials
+from shared.security.tls import client_context
 from shared.servers import NatsServer
 
 COMPOSE = Path(__file__).resolve().parents[2] / "deploy" / "compose" / "docker-compose.yaml"
@@ -40,6 +41,10 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NatsS
     server.stop()
 
 
+def ca(keys: DeploymentKeys) -> str:
+    return str(keys.tls.ca)
+
+
 def creds(keys: DeploymentKeys, user: str) -> str:
     return str(keys.out / "creds" / f"{user}.nk")
 
@@ -48,22 +53,22 @@ async def test_the_provisioner_creates_every_stream_and_services_find_them(
     deployment: tuple[NatsServer, DeploymentKeys],
 ) -> None:
     server, keys = deployment
-    await provision(server.url, creds(keys, "provisioner"), replicas=1, timeout_s=30)
-    bus = await Bus.connect(server.url, name="binder-check", creds=creds(keys, "binder"))
+    await provision(server.url, creds(keys, "provisioner"), 1, 30, ca(keys))
+    bus = await Bus.connect(server.url, name="binder-check", creds=creds(keys, "binder"), tls_ca=ca(keys))
     try:
         # a service checks the streams it uses exist as specified; it could not create them itself
         used = {EVENTS_STREAM, PLANS_STREAM}
         await bus.ensure_streams([spec for spec in standard_streams(replicas=1) if spec.name in used])
     finally:
         await bus.close()
-    await provision(server.url, creds(keys, "provisioner"), replicas=1, timeout_s=30)  # again: a no-op
+    await provision(server.url, creds(keys, "provisioner"), 1, 30, ca(keys))  # again: a no-op
 
 
 async def test_a_service_may_not_write_another_services_fact(
     deployment: tuple[NatsServer, DeploymentKeys],
 ) -> None:
     server, keys = deployment
-    await provision(server.url, creds(keys, "provisioner"), replicas=1, timeout_s=30)
+    await provision(server.url, creds(keys, "provisioner"), 1, 30, ca(keys))
     refused: list[str] = []
 
     async def on_error(exc: Exception) -> None:
@@ -73,6 +78,7 @@ async def test_a_service_may_not_write_another_services_fact(
         server.url,
         allow_reconnect=False,
         error_cb=on_error,
+        tls=client_context(ca(keys)),
         **read_credentials(creds(keys, "scheduler-1")).connect_options(),
     )
     try:

@@ -49,7 +49,7 @@ def test_etcd_is_a_three_member_cluster(topology: dict) -> None:
     members = [name for name in topology["services"] if name.startswith("etcd-")]
     assert len(members) == 3
     initial = topology["services"]["etcd-1"]["environment"]["ETCD_INITIAL_CLUSTER"]
-    assert all(f"{m}=http://{m}:2380" in initial for m in members)
+    assert all(f"{m}=https://{m}:2380" in initial for m in members)
 
 
 def test_three_scheduler_replicas_with_distinct_identities(topology: dict) -> None:
@@ -72,3 +72,26 @@ def test_every_service_module_the_topology_runs_exists(topology: dict) -> None:
     for module in modules:
         package = ROOT / Path(*module.split("."))
         assert (package / "__main__.py").exists() or package.with_suffix(".py").exists(), module
+
+
+def test_the_topology_is_secured_as_lahar_up_is(topology: dict) -> None:
+    """Every lahar service connects with its own credentials over TLS; the servers load the users and
+    serve TLS only; etcd peers verify each other; nothing runs open."""
+    conf = (COMPOSE.parent / "nats.conf").read_text()
+    assert "include ./auth.conf" in conf and "verify: true" in conf and "tls {" in conf
+    env = topology["x-lahar-env"]
+    assert all(url.startswith("tls://") for url in env["LAHAR_NATS_URL"].split(","))
+    assert env["LAHAR_TLS_CA"].endswith("ca.pem")
+    for name, service in topology["services"].items():
+        if name.startswith("etcd-"):
+            etcd_env = service["environment"]
+            assert "ALLOW_NONE_AUTHENTICATION" not in etcd_env
+            assert etcd_env["ETCD_PEER_CLIENT_CERT_AUTH"] == "true"
+            assert etcd_env["ETCD_LISTEN_CLIENT_URLS"].startswith("https://")
+        elif name.startswith("nats-"):
+            assert any(str(v).endswith(":/etc/nats/auth.conf:ro") for v in service["volumes"])
+        else:
+            assert service["environment"]["LAHAR_NATS_CREDS"].startswith("/run/lahar/creds/"), name
+            mounts = [str(v) for v in service["volumes"]]
+            assert any(m.endswith(":/run/lahar/tls/ca.pem:ro") for m in mounts), name
+            assert not any(m.endswith(".key:ro") for m in mounts), f"{name} must hold no server key"

@@ -88,3 +88,9 @@ def compose_identities(compose: Mapping[str, Any]) -> list[Identity]:
     if errors:
         raise TopologyError("; ".join(errors))
     return [*identities, Identity(ADMIN, ADMIN), Identity(PROVISIONER, PROVISIONER)]
+
+
+def server_hosts(compose: Mapping[str, Any]) -> list[str]:
+    """The host names of the deployment's servers (the compose services not built from lahar's image:
+    nats, etcd), which their TLS certificates must name."""
+    return [name for name, service in (compose.get("services") or {}).items() if "build" not in service]

@@ -5,14 +5,20 @@ nothing secret is ever checked in.
     <out>/creds/<user>.nk     each user's nkey seed (0600), one per lahar service of the compose file,
                               `admin` and `provisioner`
     <out>/nats/auth.conf      the nats-server `accounts` block every server of the cluster includes
+    <out>/tls/                a CA (ca.pem; its key ca.key stays here, mounted nowhere) and the
+                              certificates of the NATS servers (nats.pem, nats.key), of etcd's client
+                              port (etcd.*) and of its peers (etcd-peer.*), valid for the servers' host
+                              names as the compose file names them
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.cli.stack.stack_tls import StackTls, issue_tls
 from shared.security.credentials import User, new_user, server_accounts, write_private
 from shared.security.permissions import Identity
 
@@ -24,6 +30,7 @@ NATS_AUTH = Path("nats") / "auth.conf"
 class DeploymentKeys:
     out: Path
     users: tuple[str, ...]
+    tls: StackTls
 
     @property
     def auth_conf(self) -> Path:
@@ -34,8 +41,11 @@ class KeysExistError(FileExistsError):
     """The directory already holds a deployment's keys: replacing them locks every running process out."""
 
 
-def write_deployment_keys(out: Path, identities: list[Identity], *, replace: bool = False) -> DeploymentKeys:
-    """Fresh keys for every user in `out` (0700). Refuses to replace existing keys unless `replace`."""
+def write_deployment_keys(
+    out: Path, identities: list[Identity], hosts: Sequence[str] = (), *, replace: bool = False
+) -> DeploymentKeys:
+    """Fresh keys for every user, and certificates for the servers named `hosts`, in `out` (0700).
+    Refuses to replace existing keys unless `replace`."""
     creds = out / CREDS
     if not replace and (creds.exists() or (out / NATS_AUTH).exists()):
         raise KeysExistError(
@@ -52,4 +62,5 @@ def write_deployment_keys(out: Path, identities: list[Identity], *, replace: boo
         write_private(creds / f"{user.identity.user}.nk", user.file_text())
     # the server configuration holds public keys only, but it lists every user: not for everyone
     write_private(out / NATS_AUTH, server_accounts(users))
-    return DeploymentKeys(out, tuple(user.identity.user for user in users))
+    tls = issue_tls(out, hosts)
+    return DeploymentKeys(out, tuple(user.identity.user for user in users), tls)

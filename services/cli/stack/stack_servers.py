@@ -21,23 +21,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import nats.errors
-import nats.js.errors
-import structlog
-
 from services.cli.stack.identities import StackCredentials
 from services.cli.stack.stack_tls import StackTls
-from shared.bus.errors import BusError
-from shared.bus.jetstream import Bus
-from shared.bus.streams import standard_streams
+from shared.bus.provision import create_streams_until_ready
 from shared.server_cluster import CLUSTER_SIZE, astart_cluster, etcd_cluster, nats_cluster
 from shared.servers import ConfiguredNats, EtcdServer, NatsServer, http_ok
 
-log = structlog.get_logger(__name__)
-
 Server = NatsServer | EtcdServer
 CLUSTER_READY_TIMEOUT_S = 60.0
-_STREAM_REQUEST_TIMEOUT_S = 2.0  # short: a request made before the meta leader is elected gets no answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,27 +105,15 @@ async def start_servers(
 
 
 async def _create_streams(servers: StackServers, deadline: float, creds: str | None) -> None:
-    """Create every stream with the cluster's replica count, trying again until the JetStream cluster
-    can (its meta leader elected, every server joined). creds: the provisioner's, on a secured bus."""
-    bus = await Bus.connect(
+    """Create every stream with the cluster's replica count (shared/bus/provision.py). creds: the
+    provisioner's, on a secured bus."""
+    await create_streams_until_ready(
         servers.nats_url.split(","),
-        name="lahar-provisioner",
-        request_timeout_s=_STREAM_REQUEST_TIMEOUT_S,
+        replicas=servers.stream_replicas,
         creds=creds,
         tls_ca=servers.tls_ca or None,
+        deadline=deadline,
     )
-    try:
-        while True:
-            try:
-                await bus.ensure_streams(standard_streams(replicas=servers.stream_replicas))
-                return
-            except (nats.errors.Error, nats.js.errors.Error, BusError, TimeoutError) as exc:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the NATS cluster could not create its streams: {exc!r}") from exc
-                log.info("NATS cluster not ready for streams yet", error=repr(exc))
-                await asyncio.sleep(0.2)
-    finally:
-        await bus.close()
 
 
 async def _until_current(servers: list[Server], deadline: float) -> None:

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cryptography import x509
 
-from services.cli.deploy.identities import TopologyError, compose_identities, service_identity
+from services.cli.deploy.identities import (
+    TopologyError,
+    compose_identities,
+    server_hosts,
+    service_identity,
+)
 from services.cli.deploy.keys import KeysExistError, write_deployment_keys
 from services.cli.main import main
 from shared.security.credentials import read_credentials
@@ -74,7 +80,7 @@ def test_every_lahar_service_of_the_compose_file_names_its_own_users_file(tmp_pa
 def test_keys_are_owner_only_and_not_replaced_unless_asked(tmp_path: Path) -> None:
     out = tmp_path / "secrets"
     first = write_deployment_keys(out, [Identity(ADMIN, ADMIN)])
-    for path in [out, *out.rglob("*")]:
+    for path in [out, *(p for p in out.rglob("*") if p.suffix != ".pem")]:  # certificates are public
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o077 == 0, f"{path} is readable by others: {oct(mode)}"
     seed = (out / "creds" / "admin.nk").read_text()
@@ -94,3 +100,14 @@ def test_the_command_writes_the_keys_and_refuses_to_overwrite_them(
     assert (out / "nats" / "auth.conf").exists()
     assert main(["deploy", "keys", "--compose", str(COMPOSE), "--out", str(out)]) == 1
     assert "--replace" in capsys.readouterr().err
+
+
+def test_the_servers_certificates_name_the_hosts_of_the_compose_file(tmp_path: Path) -> None:
+    compose = topology()
+    made = write_deployment_keys(tmp_path / "secrets", compose_identities(compose), server_hosts(compose))
+    hosts = server_hosts(compose)
+    assert sorted(hosts) == ["etcd-1", "etcd-2", "etcd-3", "nats-1", "nats-2", "nats-3"]
+    for files in (made.tls.nats, made.tls.etcd, made.tls.etcd_peer):
+        cert = x509.load_pem_x509_certificate(files.cert.read_bytes())
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert set(hosts) <= set(names.get_values_for_type(x509.DNSName))
