@@ -16,14 +16,17 @@ import yaml
 
 from services.cli.deploy.identities import compose_identities
 from services.cli.deploy.keys import DeploymentKeys, write_deployment_keys
-from services.cli.deploy.provision import provision
+from services.cli.deploy.provision import provision, provision_etcd_users
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
 from shared.bus.streams import standard_streams
 from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, event_subject
 from shared.security.credentials import read_credentials
 from shared.security.tls import client_context
-from shared.servers import NatsServer
+from shared.servers import EtcdServer, NatsServer
+from shared.store.etcd import Etcd, EtcdError
+from shared.store.etcd_auth import EtcdCredentials
+from shared.store.read_model import scope
 
 COMPOSE = Path(__file__).resolve().parents[2] / "deploy" / "compose" / "docker-compose.yaml"
 
@@ -98,3 +101,44 @@ async def test_a_service_may_not_write_another_services_fact(
     finally:
         await nc.close()
     assert any("permissions violation" in text and subject.lower() in text for text in refused), refused
+
+
+@pytest.fixture(scope="module")
+def deployment_etcd(
+    deployment: tuple[NatsServer, DeploymentKeys], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EtcdServer]:
+    _, keys = deployment
+    server = EtcdServer.start_in(tmp_path_factory.mktemp("etcd"), tls=keys.tls.etcd)
+    yield server
+    server.stop()
+
+
+async def test_the_provisioner_makes_each_services_etcd_user_limited_to_its_own_keys(
+    deployment: tuple[NatsServer, DeploymentKeys], deployment_etcd: EtcdServer
+) -> None:
+    _, keys = deployment
+    endpoint = f"{deployment_etcd.host}:{deployment_etcd.port}"
+    await provision_etcd_users(endpoint, keys.creds, ca(keys))
+    await provision_etcd_users(endpoint, keys.creds, ca(keys))  # again: a no-op (root logs in now)
+    endpoints = [(deployment_etcd.host, deployment_etcd.port)]
+
+    async def as_user(user: str) -> Etcd:
+        credentials = EtcdCredentials.from_file(user, keys.creds / f"{user}.etcd")
+        return await Etcd.connect_cluster(endpoints, tls_ca=ca(keys), credentials=credentials)
+
+    with pytest.raises(EtcdError):  # authentication is on: nobody unnamed reads anything
+        anonymous = await Etcd.connect_cluster(endpoints, tls_ca=ca(keys))
+        try:
+            await anonymous.get(b"/lahar/objects/job/default/x")
+        finally:
+            await anonymous.close()
+    pod_key = scope("pod", "default") + b"p"
+    binder = await as_user("binder")
+    scheduler = await as_user("scheduler-1")
+    try:
+        await binder.put(scope("node") + b"n1", b"{}")  # the binder writes the nodes it projects
+        with pytest.raises(EtcdError, match=r"(?i)permission denied"):
+            await scheduler.put(pod_key, b"{}")  # a scheduler writes no read model
+    finally:
+        await binder.close()
+        await scheduler.close()

@@ -80,7 +80,9 @@ def test_every_lahar_service_of_the_compose_file_names_its_own_users_file(tmp_pa
 def test_keys_are_owner_only_and_not_replaced_unless_asked(tmp_path: Path) -> None:
     out = tmp_path / "secrets"
     first = write_deployment_keys(out, [Identity(ADMIN, ADMIN)])
-    for path in [out, *(p for p in out.rglob("*") if p.suffix != ".pem")]:  # certificates are public
+    certificates = [out / "tls" / name for name in ("ca.pem", "nats.pem", "etcd.pem", "etcd-peer.pem")]
+    assert all(c.exists() for c in certificates)
+    for path in [out, *(p for p in out.rglob("*") if p not in certificates)]:  # certificates are public
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o077 == 0, f"{path} is readable by others: {oct(mode)}"
     seed = (out / "creds" / "admin.nk").read_text()
