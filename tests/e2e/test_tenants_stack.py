@@ -20,15 +20,25 @@ import nats
 import nats.errors
 import pytest
 from e2e.conftest import Stack
-from e2e.test_bus_identities import Refusals, first_record, records_on
+from e2e.test_bus_identities import (
+    Refusals,
+    connected,
+    first_record,
+    forged_pod_bound,
+    records_on,
+    try_to_publish_an_event,
+)
 
 from contracts.bus_messages import DeadLetter
+from contracts.events import BINDER
+from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import (
     DEADLETTER_STREAM,
     INTAKE_STREAM,
     dead_letter_subject,
     event_filter,
+    plan_subject,
     tenant_intake_subject,
 )
 from shared.client import LaharClient
@@ -189,6 +199,18 @@ async def test_a_tenant_reads_only_its_own_namespaces_in_the_read_model(tenants:
     assert code != 0 and theirs not in out and "permission denied" in out.lower(), out
     code, out = tenants.lahar(tenants.a, "get", "pods", "-A")
     assert code != 0 and theirs not in out, out
+
+
+async def test_a_tenant_cannot_publish_events_plans_or_heartbeats(tenants: Tenants) -> None:
+    user = tenants.a.stem  # tenant-a: its credentials file in the stack's creds directory
+    assert tenants.a == tenants.stack.home / "creds" / f"{user}.nk"
+    subject, data, _ = forged_pod_bound("any-pod", BINDER)
+    await try_to_publish_an_event(tenants.stack, user, subject, data)
+    await try_to_publish_an_event(tenants.stack, user, plan_subject("scheduler-0"), b"{}")
+    async with connected(tenants.stack, user) as (nc, refusals):
+        beat = heartbeat_subject("sim")
+        await nc.publish(beat, encode_heartbeat(Heartbeat("sim", 0.0, ("ghost-node",))))
+        await refusals.wait_for(beat)
 
 
 async def test_the_same_rules_hold_for_intake(tenants: Tenants) -> None:
