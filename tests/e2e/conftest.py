@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from services.cli.stack.layout import StackState, process_alive
+from shared.bus.jetstream import Bus
 
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
@@ -41,6 +42,13 @@ class Stack:
     def service_log(self, name: str) -> str:
         path = self.home / "logs" / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+async def operator_bus(state: StackState, name: str) -> Bus:
+    """A bus connection as the stack's operator (its credentials and CA; none on an open stack)."""
+    return await Bus.connect(
+        state.nats_url, name=name, creds=state.admin_creds or None, tls_ca=state.tls_ca or None
+    )
 
 
 def start_stack(home: Path, *args: str) -> Stack:

@@ -16,13 +16,12 @@ from typing import Any
 import nats
 import nats.errors
 import pytest
-from e2e.conftest import Stack
+from e2e.conftest import Stack, operator_bus
 from nats.aio.client import Client as NatsClient
 
 from contracts.events import BINDER
 from shared.bus.envelope import Envelope
 from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
-from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, event_filter, event_subject, intake_subject, plan_subject
 from shared.client import LaharClient
 from shared.security.credentials import new_user, read_credentials, write_private
@@ -114,12 +113,7 @@ async def try_to_publish_an_event(stack: Stack, user: str, subject: str, data: b
 
 
 async def records_on(stack: Stack, subject_filter: str) -> list[tuple[str, bytes]]:
-    bus = await Bus.connect(
-        stack.state.nats_url,
-        name="identities-test",
-        creds=stack.state.admin_creds,
-        tls_ca=stack.state.tls_ca or None,
-    )
+    bus = await operator_bus(stack.state, "identities-test")
     try:
         return [(r.subject, r.data) async for r in bus.replay(EVENTS_STREAM, subject_filter=subject_filter)]
     finally:
@@ -128,12 +122,7 @@ async def records_on(stack: Stack, subject_filter: str) -> list[tuple[str, bytes
 
 async def first_record(stack: Stack, subject_filter: str, timeout_s: float = 60.0) -> None:
     """Wait until the log holds a record on subject_filter (following it from the start)."""
-    bus = await Bus.connect(
-        stack.state.nats_url,
-        name="identities-test",
-        creds=stack.state.admin_creds,
-        tls_ca=stack.state.tls_ca or None,
-    )
+    bus = await operator_bus(stack.state, "identities-test")
     try:
         async with asyncio.timeout(timeout_s):
             async for _ in bus.follow(EVENTS_STREAM, subject_filter=subject_filter):

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e.conftest import Stack, start_stack, stop_stack
+from e2e.conftest import Stack, operator_bus, start_stack, stop_stack
 from e2e.log_invariants import (
     Violation,
     binding_violations,
@@ -34,7 +34,6 @@ from e2e.log_invariants import (
 
 from services.cli.stack.layout import StackState, process_alive
 from services.cli.stack.supervisor import service_health, service_healthy
-from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, parse_event_subject
 from shared.client import LaharClient
 from shared.runner.events import to_event
@@ -168,12 +167,7 @@ def kill_and_await_restart(stack: Stack, name: str) -> Kill:
 
 
 async def read_log(state: StackState) -> list[Event]:
-    bus = await Bus.connect(
-        state.nats_url,
-        name="crash-recovery-test",
-        creds=state.admin_creds or None,
-        tls_ca=state.tls_ca or None,
-    )
+    bus = await operator_bus(state, "crash-recovery-test")
     try:
         return [
             to_event(record.seq, parse_event_subject(record.subject), record.envelope())
@@ -294,12 +288,7 @@ QUIET_TIMEOUT_S = 60.0
 
 
 async def last_seq(state: StackState) -> int:
-    bus = await Bus.connect(
-        state.nats_url,
-        name="crash-recovery-test",
-        creds=state.admin_creds or None,
-        tls_ca=state.tls_ca or None,
-    )
+    bus = await operator_bus(state, "crash-recovery-test")
     try:
         return await bus.last_seq(EVENTS_STREAM)
     finally:

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from e2e.conftest import Stack, start_stack, stop_stack
+from e2e.conftest import Stack, operator_bus, start_stack, stop_stack
 
 from contracts.payloads import JobSecretCreated
 from shared.bus.envelope import Envelope
-from shared.bus.jetstream import Bus
 from shared.bus.poison import read_quarantine
 from shared.bus.subjects import EVENTS_STREAM
 from shared.security.secret_keys import PRIVATE_FILE, load_private_key
@@ -63,12 +62,7 @@ def secrets_in(pem: bytes) -> list[bytes]:
 
 
 async def whole_log(stack: Stack) -> list[tuple[str, bytes]]:
-    bus = await Bus.connect(
-        stack.state.nats_url,
-        name="secrets-test",
-        creds=stack.state.admin_creds,
-        tls_ca=stack.state.tls_ca or None,
-    )
+    bus = await operator_bus(stack.state, "secrets-test")
     try:
         return [(r.subject, r.data) async for r in bus.replay(EVENTS_STREAM)]
     finally:
@@ -76,12 +70,7 @@ async def whole_log(stack: Stack) -> list[tuple[str, bytes]]:
 
 
 async def node_agent_quarantine(stack: Stack) -> list[str]:
-    bus = await Bus.connect(
-        stack.state.nats_url,
-        name="secrets-test",
-        creds=stack.state.admin_creds,
-        tls_ca=stack.state.tls_ca or None,
-    )
+    bus = await operator_bus(stack.state, "secrets-test")
     try:
         return [record.error for _, record in await read_quarantine(bus) if record.type == "JobSecretCreated"]
     finally:

@@ -19,7 +19,7 @@ import msgspec
 import nats
 import nats.errors
 import pytest
-from e2e.conftest import Stack
+from e2e.conftest import Stack, operator_bus
 from e2e.test_bus_identities import (
     Refusals,
     connected,
@@ -32,7 +32,6 @@ from e2e.test_bus_identities import (
 from contracts.bus_messages import DeadLetter
 from contracts.events import BINDER
 from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
-from shared.bus.jetstream import Bus
 from shared.bus.subjects import (
     DEADLETTER_STREAM,
     INTAKE_STREAM,
@@ -252,12 +251,7 @@ async def test_the_same_rules_hold_for_intake(tenants: Tenants) -> None:
 
 async def forbidden_letters(stack: Stack, names: set[str], timeout_s: float = 60.0) -> dict[str, DeadLetter]:
     """The intake dead letters of reason forbidden for the named objects, once all are there."""
-    bus = await Bus.connect(
-        stack.state.nats_url,
-        name="tenants-test",
-        creds=stack.state.admin_creds,
-        tls_ca=stack.state.tls_ca or None,
-    )
+    bus = await operator_bus(stack.state, "tenants-test")
     found: dict[str, DeadLetter] = {}
     try:
         async with asyncio.timeout(timeout_s):
