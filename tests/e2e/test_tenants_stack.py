@@ -21,7 +21,6 @@ import nats.errors
 import pytest
 from e2e.conftest import Stack, operator_bus
 from e2e.test_bus_identities import (
-    Refusals,
     connected,
     first_record,
     forged_pod_bound,
@@ -215,15 +214,7 @@ async def test_a_tenant_cannot_publish_events_plans_or_heartbeats(tenants: Tenan
 async def test_the_same_rules_hold_for_intake(tenants: Tenants) -> None:
     stack = tenants.stack
     allowed, wrong_queue, elsewhere = unique("intake-ok"), unique("intake-qb"), unique("intake-b")
-    refusals = Refusals()
-    nc = await nats.connect(
-        stack.state.nats_url,
-        allow_reconnect=False,
-        error_cb=refusals.on_error,
-        **tls_options(stack),
-        **read_credentials(tenants.a).connect_options(),
-    )
-    try:
+    async with connected(stack, tenants.a.stem) as (nc, refusals):
         # another tenant's namespace: the server itself refuses the publish
         subject = tenant_intake_subject("job", "b", elsewhere, "a")
         await nc.publish(subject, job(elsewhere, "b", "qa").encode())
@@ -239,8 +230,6 @@ async def test_the_same_rules_hold_for_intake(tenants: Tenants) -> None:
         await js.publish(
             tenant_intake_subject("job", "a", elsewhere, "a"), job(elsewhere, "b", "qa").encode()
         )
-    finally:
-        await nc.close()
     await first_record(stack, event_filter("job", "a", event_type="JobSubmitted", name=allowed))
     letters = await forbidden_letters(stack, {wrong_queue, elsewhere})
     assert "may not submit to queue 'qb'" in letters[wrong_queue].error
