@@ -35,6 +35,7 @@ from contracts.parse_fields import (
     TOLERATION_OPERATORS,
     Fields,
 )
+from contracts.resources import requests_defaulted_to_limits
 
 
 def parse_meta(doc: Fields, *, cluster_scoped: bool) -> ObjectMeta:
@@ -120,6 +121,7 @@ def _env_var(env: Fields) -> EnvVar:
 
 def _container(container: Fields) -> Container:
     resources = container.section("resources")
+    limits = resources.resources("limits")
     return Container(
         name=container.string("name", required=True),
         image=container.string("image"),
@@ -127,8 +129,9 @@ def _container(container: Fields) -> Container:
         args=container.strings("args"),
         env=container.each("env", _env_var),
         working_dir=container.string("workingDir"),
-        requests=resources.resources("requests"),
-        limits=resources.resources("limits"),
+        # defaulted as the Kubernetes API server does before anything reads the pod
+        requests=requests_defaulted_to_limits(resources.resources("requests"), limits),
+        limits=limits,
         restart_policy=container.string("restartPolicy", choices=POD_RESTART_POLICIES),
     )
 

@@ -259,3 +259,12 @@ class Resources(Mapping[str, int]):
 
 
 EMPTY = Resources()
+
+
+def requests_defaulted_to_limits(requests: Resources, limits: Resources) -> Resources:
+    """A container's requests as Kubernetes defaults them: every resource that has a limit and no request
+    is requested at its limit (extended resources too: a GPU written only under `limits`, as GPU
+    manifests usually are, is requested). A request given explicitly, zero included, is kept."""
+    if all(name in requests for name in limits):
+        return requests
+    return Resources({**limits, **requests})
