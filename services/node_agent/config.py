@@ -1,27 +1,31 @@
 """The node agent's configuration and the nodes it hosts.
 
 `--runtime process` hosts one node, `--node-name` (default: this machine's host name), whose allocatable
-is this machine's (cpu count, MemTotal of /proc/meminfo, 110 pods) unless `--node-cpu`, `--node-memory`,
-`--node-pods` say otherwise; its pods run as local processes under `--data-dir`. `--runtime sim` hosts
-`--sim-nodes` hollow nodes `<sim-prefix>-0..N-1` (32 cpu, 256Gi, 110 pods each by default) whose pods only
-pretend to run, for `--time-scale` times their simulated duration.
+is this machine's (cpu count, MemTotal of /proc/meminfo, 110 pods, the size of `--data-dir`'s file system
+as ephemeral-storage) unless `--node-cpu`, `--node-memory`, `--node-pods`, `--node-ephemeral-storage`
+say otherwise; its pods run as local processes under `--data-dir`. `--runtime sim` hosts `--sim-nodes`
+hollow nodes `<sim-prefix>-0..N-1` (32 cpu, 256Gi, 110 pods, 100Gi ephemeral-storage each by default)
+whose pods only pretend to run, for `--time-scale` times their simulated duration. Every node carries
+Kubernetes' well-known labels (node_labels.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import socket
 from pathlib import Path
 
 from contracts.objects import Node, ObjectMeta, frozen_map
 from contracts.resources import Resources, parse_quantity
+from services.node_agent.node_labels import node_labels
 from services.node_agent.runtime.sim import hollow_nodes
 from shared.runner import RunnerConfig
 from shared.security.secret_keys import key_file_problems, load_private_key
 
 RUNTIMES = ("process", "sim")
-HOSTNAME_LABEL = "kubernetes.io/hostname"
+EPHEMERAL_STORAGE = "ephemeral-storage"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,11 +38,13 @@ class NodeAgentConfig(RunnerConfig):
     node_cpu: str = ""  # a quantity ("8", "7500m"); empty: this machine's cpu count
     node_memory: str = ""  # a quantity ("16Gi"); empty: this machine's MemTotal
     node_pods: int = 110
+    node_ephemeral_storage: str = ""  # a quantity ("100Gi"); empty: the size of the data dir's file system
     sim_nodes: int = 10
     sim_prefix: str = "sim"
     sim_cpu: str = "32"
     sim_memory: str = "256Gi"
     sim_pods: int = 110
+    sim_ephemeral_storage: str = "100Gi"
     time_scale: float = 1.0  # sim runtime: multiplies every simulated duration
     agent_id: str = ""  # names the agent (its checkpoint key); empty: the node name, or the sim prefix
     heartbeat_interval_s: float = 2.0
@@ -51,7 +57,14 @@ class NodeAgentConfig(RunnerConfig):
             problems.append(f"runtime: expected one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
         if self.runtime == "process" and not self.data_dir:
             problems.append("data_dir: required with the process runtime")
-        for name in ("node_cpu", "node_memory", "sim_cpu", "sim_memory"):
+        for name in (
+            "node_cpu",
+            "node_memory",
+            "node_ephemeral_storage",
+            "sim_cpu",
+            "sim_memory",
+            "sim_ephemeral_storage",
+        ):
             value = getattr(self, name)
             if value:
                 try:
@@ -84,7 +97,12 @@ def local_node_name(config: NodeAgentConfig) -> str:
 def agent_nodes(config: NodeAgentConfig) -> tuple[Node, ...]:
     if config.runtime == "sim":
         allocatable = Resources.parse(
-            {"cpu": config.sim_cpu, "memory": config.sim_memory, "pods": config.sim_pods}
+            {
+                "cpu": config.sim_cpu,
+                "memory": config.sim_memory,
+                "pods": config.sim_pods,
+                EPHEMERAL_STORAGE: config.sim_ephemeral_storage,
+            }
         )
         return hollow_nodes(config.sim_nodes, allocatable, prefix=config.sim_prefix)
     allocatable = Resources.parse(
@@ -92,11 +110,21 @@ def agent_nodes(config: NodeAgentConfig) -> tuple[Node, ...]:
             "cpu": config.node_cpu or str(os.cpu_count() or 1),
             "memory": config.node_memory or str(machine_memory_bytes()),
             "pods": config.node_pods,
+            EPHEMERAL_STORAGE: config.node_ephemeral_storage or str(disk_bytes(config.data_dir)),
         }
     )
     name = local_node_name(config)
-    meta = ObjectMeta(name=name, namespace="", labels=frozen_map({HOSTNAME_LABEL: name}))
+    meta = ObjectMeta(name=name, namespace="", labels=frozen_map(node_labels(name)))
     return (Node(meta=meta, allocatable=allocatable, capacity=allocatable),)
+
+
+def disk_bytes(directory: str) -> int:
+    """The size of the file system holding `directory` (the pods' scratch space), or of its nearest
+    existing parent: the node's ephemeral-storage, as the kubelet reports its root file system's."""
+    path = Path(directory or ".").resolve()
+    while not path.exists():
+        path = path.parent
+    return shutil.disk_usage(path).total
 
 
 def machine_memory_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from contracts.objects import FROZEN_EMPTY, Node, ObjectMeta, Pod, frozen_map
 from contracts.resources import Resources
 from services.node_agent.core.state import EXITED, STARTED, STOPPED, Observation
+from services.node_agent.node_labels import node_labels
 from services.simulator.world import pod_duration, pod_exit_code
 
 
@@ -90,10 +91,13 @@ class SimRuntime:
 def hollow_nodes(
     count: int, allocatable: Resources, *, prefix: str = "hollow", labels: Mapping[str, str] | None = None
 ) -> tuple[Node, ...]:
-    """The nodes a sim agent hosts: `<prefix>-0` .. `<prefix>-<count-1>`, alike."""
+    """The nodes a sim agent hosts: `<prefix>-0` .. `<prefix>-<count-1>`, alike but for their hostname
+    label (each carries a node's well-known labels, node_labels.py, besides `labels`)."""
     return tuple(
         Node(
-            meta=ObjectMeta(name=f"{prefix}-{i}", namespace="", labels=frozen_map(labels)),
+            meta=ObjectMeta(
+                name=f"{prefix}-{i}", namespace="", labels=frozen_map(node_labels(f"{prefix}-{i}", labels))
+            ),
             allocatable=allocatable,
             capacity=allocatable,
         )

@@ -119,8 +119,12 @@ def test_hollow_nodes_and_the_protocol() -> None:
     cpu = Resources.parse({"cpu": "8"})
     nodes = hollow_nodes(3, cpu, prefix="sim", labels={"zone": "a"})
     assert [n.meta.name for n in nodes] == ["sim-0", "sim-1", "sim-2"]
-    assert all(
-        n.allocatable == cpu and n.meta.labels == {"zone": "a"} and n.meta.namespace == "" for n in nodes
-    )
+    assert all(n.allocatable == cpu and n.meta.namespace == "" for n in nodes)
+    # the given labels, and each node's own well-known ones (its hostname, the OS and architecture)
+    for node in nodes:
+        assert node.meta.labels["zone"] == "a"
+        assert node.meta.labels["kubernetes.io/hostname"] == node.meta.name
+        assert node.meta.labels["kubernetes.io/os"] == "linux"
+        assert node.meta.labels["kubernetes.io/arch"]
     runtime: Runtime = SimRuntime()
     assert isinstance(runtime.observations, asyncio.Queue)
