@@ -17,6 +17,7 @@ from contracts.codec import encode
 from contracts.objects import Container, EnvVar, ObjectMeta, Pod, PodSpec
 from services.node_agent.core.state import Observation
 from services.node_agent.runtime import workdir
+from services.node_agent.runtime.leftovers import stop_leftover_pods, unfinished_groups
 from services.node_agent.runtime.process import ProcessRuntime
 
 
@@ -283,3 +284,20 @@ async def test_a_run_interrupted_while_launching_is_killed_and_reported(data_dir
 async def test_extra_files_must_stay_in_the_pod_directory(runtime: ProcessRuntime) -> None:
     ended = await run_to_end(runtime, pod("escape", sh("main", "exit 0")), files={"../x": b"no"})
     assert (ended.kind, ended.exit_code, ended.reason) == ("exited", 128, "StartError")
+
+
+async def test_when_the_stack_goes_down_the_pods_an_agent_left_are_stopped(data_dir: Path) -> None:
+    """`lahar down`: nothing will adopt them, so they are ended rather than orphaned to init."""
+    first = ProcessRuntime(data_dir)
+    await first.start(pod("left", sh("main", "sleep 300 & wait"), grace=1), "r1")
+    assert (await report(first)).kind == "started"
+    await run_to_end(first, pod("done", sh("main", "true")), "r2")  # ended: no process to signal
+    await first.close()  # the agent goes away; its pod does not
+    record = workdir.read_record(data_dir / "pods" / "default" / "left")
+    assert record is not None
+    ((pid, _),) = record.procs.values()
+    assert not gone(pid) and len(unfinished_groups(data_dir)) == 1
+
+    assert await asyncio.to_thread(stop_leftover_pods, data_dir, 5.0) == 1
+    assert gone(pid) and unfinished_groups(data_dir) == []
+    assert await asyncio.to_thread(stop_leftover_pods, data_dir, 5.0) == 0  # again: nothing left

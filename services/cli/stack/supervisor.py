@@ -50,6 +50,7 @@ from services.cli.stack.readiness import waiting_for
 from services.cli.stack.server_keeper import ServerKeeper, record_of
 from services.cli.stack.stack_servers import StackServers, start_servers
 from services.cli.stack.stack_tls import issue_tls
+from services.node_agent.runtime.leftovers import stop_leftover_pods
 from shared.security.permissions import Identity
 from shared.security.secret_keys import SecretsKeyFiles, issue_secrets_keys
 from shared.servers import free_port
@@ -67,6 +68,7 @@ ELECTED = (
     ("binder", "services.binder"),
 )
 STANDBY_SUFFIX = "-2"
+AGENT_DATA_DIR = Path("data") / "node-agent"  # under the home: the process runtime's pods
 
 
 def service_specs(
@@ -77,7 +79,7 @@ def service_specs(
     it follows the log as a hot standby and takes over when the leader resigns or its lease expires."""
     # the agent id names its producer token, so its user may publish only under it
     agent_id = SIM_AGENT if sim_nodes else node_name
-    agent_dir = ("--data-dir", str(home / "data" / "node-agent"), "--agent-id", agent_id)
+    agent_dir = ("--data-dir", str(home / AGENT_DATA_DIR), "--agent-id", agent_id)
     if sim_nodes:
         agent_args = ("--runtime", "sim", "--sim-nodes", str(sim_nodes), *agent_dir)
     else:
@@ -367,6 +369,8 @@ class Supervisor:
     async def _stop(self) -> None:
         for name in reversed(list(self.processes)):
             await _terminate(self.processes[name])
+        # the node agent leaves its pods running for a restarted agent to adopt; nothing will now
+        await asyncio.to_thread(stop_leftover_pods, self.home / AGENT_DATA_DIR)
         for server in reversed(self.servers.all if self.servers is not None else []):
             await server.astop()
         with contextlib.suppress(FileNotFoundError):

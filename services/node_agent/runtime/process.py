@@ -221,7 +221,7 @@ class ProcessRuntime:
                 record.procs[container.name] = [process.pid, _start_ticks(process.pid)]
                 workdir.write_record(run.directory, record)  # still launching: a restart kills these
                 if run.stopping:  # the Stop's SIGTERM went out before this process existed
-                    _signal(process.pid, signal.SIGTERM)
+                    signal_group(process.pid, signal.SIGTERM)
         except OSError as exc:
             await self._terminate(run.pgids, 0)
             error = f"container {container.name}: {exc}"
@@ -233,7 +233,7 @@ class ProcessRuntime:
         """Processes of an earlier agent are not our children: poll until they are gone, then read the
         codes their shims wrote (None when a shim was killed before it could)."""
         procs = [run.record.procs[name] for name in apps if name in run.record.procs]
-        while any(_alive(pid, ticks) for pid, ticks in procs):
+        while any(alive(pid, ticks) for pid, ticks in procs):
             await asyncio.sleep(_ADOPTED_POLL_S)
         return [workdir.read_exit_code(run.directory, name) for name in apps]
 
@@ -247,10 +247,10 @@ class ProcessRuntime:
     async def _terminate(self, pgids: Callable[[], list[int]], grace_s: float) -> None:
         # only groups with live members are signalled: an emptied group's id may belong to another process
         for pgid in _live_groups(set(pgids())):
-            _signal(pgid, signal.SIGTERM)
+            signal_group(pgid, signal.SIGTERM)
         if not await self._emptied(pgids, grace_s):
             for pgid in _live_groups(set(pgids())):
-                _signal(pgid, signal.SIGKILL)
+                signal_group(pgid, signal.SIGKILL)
             await self._emptied(pgids, _KILL_WAIT_S)
 
     async def _emptied(self, pgids: Callable[[], list[int]], timeout_s: float) -> bool:
@@ -287,7 +287,7 @@ async def _wait(children: Mapping[str, asyncio.subprocess.Process], names: list[
     return [128 - code if code < 0 else code for code in codes]  # killed by signal N: 128 + N
 
 
-def _signal(pgid: int, sig: signal.Signals) -> None:
+def signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
@@ -306,7 +306,8 @@ def _start_ticks(pid: int) -> int:
     return int(fields[19]) if fields else -1
 
 
-def _alive(pid: int, ticks: int) -> bool:
+def alive(pid: int, ticks: int) -> bool:
+    """The process pid is the one started at `ticks` (not a reused pid) and has not exited."""
     fields = _stat(pid)
     return fields is not None and fields[0] not in ("Z", "X") and int(fields[19]) == ticks
 
