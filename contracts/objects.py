@@ -509,4 +509,9 @@ API_VERSIONS: Mapping[str, str] = MappingProxyType(
         "Command": "bus.volcano.sh/v1alpha1",
     }
 )
+# earlier versions of a kind whose fields lahar reads are the same, accepted and read as the current one
+# (Kubernetes served PriorityClass as v1beta1 and v1alpha1 before v1; manifests still say so)
+OLDER_API_VERSIONS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"PriorityClass": ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha1")}
+)
 CLUSTER_SCOPED = frozenset({"Node", "PriorityClass", "Queue", "HyperNode"})

@@ -17,7 +17,7 @@ import yaml
 
 from contracts.errors import FieldError, ManifestError
 from contracts.limits import ECHO_MAX_CHARS, MAX_NESTING_DEPTH, clip, deeper_than
-from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, ApiObject, ObjectMeta
+from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, OLDER_API_VERSIONS, ApiObject, ObjectMeta
 from contracts.parse_core import (
     parse_meta,
     parse_node,
@@ -66,9 +66,10 @@ def parse_object(doc: Mapping[str, object], document: str) -> ApiObject:
         if kind:
             fields.error(f"expected one of {', '.join(sorted(_PARSERS))}, got {describe(kind)}", "kind")
         raise ManifestError(errors)
-    expected = API_VERSIONS[kind]
-    if api_version and api_version != expected:
-        fields.error(f"expected {expected!r} for kind {kind}, got {describe(api_version)}", "apiVersion")
+    accepted = (API_VERSIONS[kind], *OLDER_API_VERSIONS.get(kind, ()))
+    if api_version and api_version not in accepted:
+        expected = " or ".join(repr(version) for version in accepted)
+        fields.error(f"expected {expected} for kind {kind}, got {describe(api_version)}", "apiVersion")
     obj = parser(fields, parse_meta(fields, cluster_scoped=kind in CLUSTER_SCOPED))
     if errors:
         raise ManifestError(errors)

@@ -970,3 +970,14 @@ def test_an_unnamed_task_parses_and_is_left_for_admission_to_name() -> None:
         "unnamed.yaml#1",
     )
     assert job.tasks[0].name == ""
+
+
+def test_a_priority_class_of_an_older_api_version_is_read_as_the_current_one() -> None:
+    for version in ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha1", "scheduling.k8s.io/v1"):
+        text = f"apiVersion: {version}\nkind: PriorityClass\nmetadata: {{name: high}}\nvalue: 1000\n"
+        (pc,) = load_documents(text, "pc.yaml")
+        assert isinstance(pc, PriorityClass) and pc.value == 1000
+    with pytest.raises(ManifestError) as refused:
+        load_documents("apiVersion: scheduling.k8s.io/v2\nkind: PriorityClass\nmetadata: {name: x}\n", "pc")
+    message = str(refused.value)
+    assert "scheduling.k8s.io/v1beta1" in message and "apiVersion" in message
