@@ -334,7 +334,12 @@ async def test_closing_a_queue_waits_for_its_podgroups_and_the_read_model_follow
     assert (await stored(etcd, "queue", None, "q1"))[1].status.pending == 0  # type: ignore[index]
     states = [p["state"] for _, key, p in await of_type(bus, "QueueStateChanged") if key == "_/q1"]
     assert states == ["Open", "Closing", "Closed"]
-    assert await stored(etcd, "job", NS, "train") is None
+
+    async def job_gone() -> bool:
+        # the job-controller writes its read model on its own clock, not the queue-controller's
+        return await stored(etcd, "job", NS, "train") is None
+
+    await eventually(job_gone, what="the deleted job out of the read model")
     assert await stored(etcd, "podgroup", NS, "train") is None
 
     await publish(bus, "HyperNodeDeleted", "hypernode", None, "s0")
