@@ -23,6 +23,7 @@ from services.cli.stack.layout import (
     process_alive,
 )
 from services.cli.stack.supervisor import Supervisor, service_health, service_specs
+from services.cli.stack.up_options import add_up_options, forwarded, node_size, scheduler_conf, up_problems
 from shared.servers import http_ok
 
 UP_TIMEOUT_S = 420.0  # healthy processes, then every node bindable (supervisor: up to 300 s)
@@ -55,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="NATS and etcd over plain TCP (authentication stays on; measuring what TLS costs)",
     )
+    add_up_options(up)
     up.add_argument("--home", help="state directory (default $LAHAR_HOME or ~/.lahar)")
     up.set_defaults(handler=run_up)
     down = sub.add_parser("down", help="stop the local stack")
@@ -96,9 +98,22 @@ def run_up(args: argparse.Namespace) -> int:
             f"lahar up: a stack is already running from {home} (lahar status / lahar down)", file=sys.stderr
         )
         return 1
+    problems = up_problems(args)
+    if problems:
+        for problem in problems:
+            print(f"lahar up: {problem}", file=sys.stderr)
+        return 1
     standbys = args.standbys or args.ha
     if not args.detach:
-        specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas, standbys=standbys)
+        specs = service_specs(
+            home,
+            args.sim_nodes,
+            socket.gethostname(),
+            args.replicas,
+            standbys=standbys,
+            scheduler_conf=scheduler_conf(args),
+            node_size=node_size(args),
+        )
 
         def ready(state: StackState) -> None:
             print(describe(state) + "\nready; Ctrl-C stops the stack", flush=True)
@@ -114,6 +129,7 @@ def run_up(args: argparse.Namespace) -> int:
         command += ["--ha"] if args.ha else []
         command += ["--no-auth"] if args.no_auth else []
         command += ["--no-tls"] if args.no_tls else []
+        command += forwarded(args)
         supervisor = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )

@@ -9,6 +9,7 @@ import sys
 
 from services.cli.stack.layout import lahar_home
 from services.cli.stack.supervisor import Supervisor, service_specs
+from services.cli.stack.up_options import add_up_options, node_size, scheduler_conf
 
 
 def main() -> int:
@@ -20,10 +21,19 @@ def main() -> int:
     parser.add_argument("--ha", action="store_true")
     parser.add_argument("--no-auth", action="store_true")
     parser.add_argument("--no-tls", action="store_true")
+    add_up_options(parser)
     args = parser.parse_args()
     home = lahar_home(args.home)
     standbys = args.standbys or args.ha  # a cluster that survives a server's loss wants standbys too
-    specs = service_specs(home, args.sim_nodes, socket.gethostname(), args.replicas, standbys=standbys)
+    specs = service_specs(
+        home,
+        args.sim_nodes,
+        socket.gethostname(),
+        args.replicas,
+        standbys=standbys,
+        scheduler_conf=scheduler_conf(args),
+        node_size=node_size(args),
+    )
     # --no-auth leaves everything open as before; --no-tls drops only TLS
     tls = not (args.no_auth or args.no_tls)
     return asyncio.run(Supervisor(home, specs, ha=args.ha, secure=not args.no_auth, tls=tls).run())

@@ -72,7 +72,14 @@ AGENT_DATA_DIR = Path("data") / "node-agent"  # under the home: the process runt
 
 
 def service_specs(
-    home: Path, sim_nodes: int, node_name: str, replicas: int, *, standbys: bool = False
+    home: Path,
+    sim_nodes: int,
+    node_name: str,
+    replicas: int,
+    *,
+    standbys: bool = False,
+    scheduler_conf: str = "",
+    node_size: tuple[str, ...] = (),
 ) -> list[ServiceSpec]:
     """Every service process of the stack, in start order. With standbys, a second instance of each
     leader-elected service (named <service>-2) campaigns in the same election: started after the first,
@@ -81,9 +88,9 @@ def service_specs(
     agent_id = SIM_AGENT if sim_nodes else node_name
     agent_dir = ("--data-dir", str(home / AGENT_DATA_DIR), "--agent-id", agent_id)
     if sim_nodes:
-        agent_args = ("--runtime", "sim", "--sim-nodes", str(sim_nodes), *agent_dir)
+        agent_args: tuple[str, ...] = ("--runtime", "sim", "--sim-nodes", str(sim_nodes), *agent_dir)
     else:
-        agent_args = ("--runtime", "process", "--node-name", node_name, *agent_dir)
+        agent_args = ("--runtime", "process", "--node-name", node_name, *node_size, *agent_dir)
     agent = ServiceSpec(
         "node-agent",
         "services.node_agent",
@@ -91,11 +98,13 @@ def service_specs(
         Identity("node-agent", NODE_AGENT, f"{NODE_AGENT}.{agent_id}"),
         secrets=OPENS_SECRETS,
     )
+    # every replica runs the same volcano-scheduler.conf (the user's, else Volcano's default)
+    conf_args = ("--scheduler-conf-file", scheduler_conf) if scheduler_conf else ()
     schedulers = [
         ServiceSpec(
             f"scheduler-{i}",
             "services.scheduler",
-            ("--replica-id", f"scheduler-{i}"),
+            ("--replica-id", f"scheduler-{i}", *conf_args),
             Identity(f"scheduler-{i}", SCHEDULER, f"scheduler-{i}"),
         )
         for i in range(replicas)

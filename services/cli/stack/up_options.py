@@ -1,0 +1,70 @@
+"""The options of `lahar up` that shape the stack's services, shared by the command (stack_cmd.py) and
+the detached supervisor it starts (`python -m services.cli.stack`): one's own volcano-scheduler.conf for
+every scheduler replica, and the size of this machine's process node."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from contracts.resources import parse_quantity
+from services.scheduler.core.conf import ConfError, parse_conf
+
+NODE_SIZE_FLAGS = ("node_cpu", "node_memory", "node_pods")
+
+
+def add_up_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scheduler-conf",
+        metavar="FILE",
+        default="",
+        help="a volcano-scheduler.conf every scheduler replica runs (default: Volcano's default actions "
+        "and plugins)",
+    )
+    parser.add_argument("--node-cpu", default="", help="this machine's node: its cpu (default: every core)")
+    parser.add_argument("--node-memory", default="", help="its memory (default: MemTotal), e.g. 16Gi")
+    parser.add_argument("--node-pods", default="", help="its pod capacity (default 110)")
+
+
+def up_problems(args: argparse.Namespace) -> list[str]:
+    """Every problem with the options, each naming its flag: checked before anything starts."""
+    problems = []
+    if args.scheduler_conf:
+        path = Path(args.scheduler_conf)
+        try:
+            parse_conf(path.read_text(), str(path))
+        except OSError as exc:
+            problems.append(f"--scheduler-conf: cannot read {path}: {exc.strerror or exc}")
+        except ConfError as exc:
+            problems.append(f"--scheduler-conf: {exc}")
+    for name in ("node_cpu", "node_memory"):
+        value = getattr(args, name)
+        if value:
+            try:
+                parse_quantity(value)
+            except ValueError as exc:
+                problems.append(f"--{name.replace('_', '-')}: {exc}")
+    if args.node_pods and (not args.node_pods.isdigit() or int(args.node_pods) < 1):
+        problems.append(f"--node-pods: expected an integer >= 1, got {args.node_pods!r}")
+    return problems
+
+
+def scheduler_conf(args: argparse.Namespace) -> str:
+    """The conf file as every replica will be told it (absolute: they run in other directories)."""
+    return str(Path(args.scheduler_conf).resolve()) if args.scheduler_conf else ""
+
+
+def node_size(args: argparse.Namespace) -> tuple[str, ...]:
+    """The node agent's flags for the options given."""
+    flags: list[str] = []
+    for name in NODE_SIZE_FLAGS:
+        value = getattr(args, name)
+        if value:
+            flags += [f"--{name.replace('_', '-')}", str(value)]
+    return tuple(flags)
+
+
+def forwarded(args: argparse.Namespace) -> list[str]:
+    """The same options for the detached supervisor's command line."""
+    conf = scheduler_conf(args)
+    return [*(["--scheduler-conf", conf] if conf else []), *node_size(args)]
