@@ -18,6 +18,7 @@ from services.cli import (
     simulate_cmd,
     stack_cmd,
     tenant_cmd,
+    version_cmd,
 )
 
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     poison_cmd.register(sub)
     tenant_cmd.register(sub)
     deploy_cmd.register(sub)
+    version_cmd.register(sub)
     return parser
 
 
