@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,8 +21,8 @@ from services.cli.stack.layout import (
     lahar_home,
     process_alive,
 )
-from services.cli.stack.supervisor import Supervisor, service_health, service_specs
-from services.cli.stack.up_options import add_up_options, forwarded, node_size, scheduler_conf, up_problems
+from services.cli.stack.supervisor import Supervisor, service_health
+from services.cli.stack.up_options import add_up_options, forwarded, stack_specs, up_problems
 from shared.servers import http_ok
 
 UP_TIMEOUT_S = 420.0  # healthy processes, then every node bindable (supervisor: up to 300 s)
@@ -105,15 +104,7 @@ def run_up(args: argparse.Namespace) -> int:
         return 1
     standbys = args.standbys or args.ha
     if not args.detach:
-        specs = service_specs(
-            home,
-            args.sim_nodes,
-            socket.gethostname(),
-            args.replicas,
-            standbys=standbys,
-            scheduler_conf=scheduler_conf(args),
-            node_size=node_size(args),
-        )
+        specs = stack_specs(home, args, standbys=standbys)
 
         def ready(state: StackState) -> None:
             print(describe(state) + "\nready; Ctrl-C stops the stack", flush=True)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import sys
 
 from services.cli.stack.layout import lahar_home
-from services.cli.stack.supervisor import Supervisor, service_specs
-from services.cli.stack.up_options import add_up_options, node_size, scheduler_conf
+from services.cli.stack.supervisor import Supervisor
+from services.cli.stack.up_options import add_up_options, stack_specs
 
 
 def main() -> int:
@@ -25,15 +24,7 @@ def main() -> int:
     args = parser.parse_args()
     home = lahar_home(args.home)
     standbys = args.standbys or args.ha  # a cluster that survives a server's loss wants standbys too
-    specs = service_specs(
-        home,
-        args.sim_nodes,
-        socket.gethostname(),
-        args.replicas,
-        standbys=standbys,
-        scheduler_conf=scheduler_conf(args),
-        node_size=node_size(args),
-    )
+    specs = stack_specs(home, args, standbys=standbys)
     # --no-auth leaves everything open as before; --no-tls drops only TLS
     tls = not (args.no_auth or args.no_tls)
     return asyncio.run(Supervisor(home, specs, ha=args.ha, secure=not args.no_auth, tls=tls).run())

@@ -5,9 +5,12 @@ every scheduler replica, and the size of this machine's process node."""
 from __future__ import annotations
 
 import argparse
+import socket
 from pathlib import Path
 
 from contracts.resources import parse_quantity
+from services.cli.stack.layout import ServiceSpec
+from services.cli.stack.supervisor import service_specs
 from services.scheduler.core.conf import ConfError, parse_conf
 
 NODE_SIZE_FLAGS = ("node_cpu", "node_memory", "node_pods")
@@ -68,3 +71,16 @@ def forwarded(args: argparse.Namespace) -> list[str]:
     """The same options for the detached supervisor's command line."""
     conf = scheduler_conf(args)
     return [*(["--scheduler-conf", conf] if conf else []), *node_size(args)]
+
+
+def stack_specs(home: Path, args: argparse.Namespace, *, standbys: bool) -> list[ServiceSpec]:
+    """The stack's services as `lahar up`'s options describe them (sim nodes, replicas, conf, node size)."""
+    return service_specs(
+        home,
+        args.sim_nodes,
+        socket.gethostname(),
+        args.replicas,
+        standbys=standbys,
+        scheduler_conf=scheduler_conf(args),
+        node_size=node_size(args),
+    )
