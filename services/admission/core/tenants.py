@@ -22,6 +22,8 @@ TENANT_KIND = "tenant"  # the subject kind of the registry's events
 # an nkey user's public key: "U" and 55 more base32 characters
 _USER_KEY = re.compile(r"^U[A-Z2-7]{55}$")
 MAX_KEYS = 16  # keys a tenant holds at once (a rotation overlaps two or three)
+# namespaces and queues a tenant is given: each is a permission line of every server's configuration
+MAX_SCOPES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,9 @@ def parse_tenant(
             errors.append(FieldError(document, f"public_keys[{index}]", f"held by tenant {holder.name!r}"))
     if not namespaces and isinstance(body.get("namespaces"), list):
         errors.append(FieldError(document, "namespaces", "a tenant needs at least one namespace"))
+    for field, values in (("namespaces", namespaces), ("queues", queues or ())):
+        if len(values) > MAX_SCOPES:
+            errors.append(FieldError(document, field, f"{len(values)} given; at most {MAX_SCOPES}"))
     errors.extend(_names(namespaces, "namespaces", document, dns_label_problem))
     errors.extend(_names(queues or (), "queues", document, dns_subdomain_problem))
     if queues is not None and not queues and isinstance(raw_queues, list):
