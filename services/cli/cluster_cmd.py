@@ -93,10 +93,7 @@ def endpoints(args: argparse.Namespace) -> tuple[str, str]:
 def credentials(args: argparse.Namespace) -> str | None:
     """--creds or $LAHAR_CREDS, else the admin credentials of the stack running from the home (none when
     it runs without authentication, or no stack runs there)."""
-    if args.creds:
-        return str(args.creds)
-    state = StackState.read(lahar_home(args.home))
-    return state.admin_creds or None if state is not None else None
+    return str(args.creds) if args.creds else _from_stack(args, "admin_creds")
 
 
 def etcd_password_file(args: argparse.Namespace) -> str | None:
@@ -106,19 +103,21 @@ def etcd_password_file(args: argparse.Namespace) -> str | None:
     tenant's, shared/store/etcd_auth.py), never the operator's."""
     if args.etcd_password_file:
         return str(args.etcd_password_file)
-    if args.creds:
-        return None
-    state = StackState.read(lahar_home(args.home))
-    return state.admin_etcd_password or None if state is not None else None
+    return None if args.creds else _from_stack(args, "admin_etcd_password")
 
 
 def tls_ca(args: argparse.Namespace) -> str | None:
     """--tls-ca or $LAHAR_TLS_CA, else the CA of the stack running from the home (none when it runs
     without TLS, or no stack runs there)."""
-    if args.tls_ca:
-        return str(args.tls_ca)
+    return str(args.tls_ca) if args.tls_ca else _from_stack(args, "tls_ca")
+
+
+def _from_stack(args: argparse.Namespace, field: str) -> str | None:
+    """A file the stack running from the home records (its admin credentials, etcd password, CA); None
+    when no stack runs there or it runs without that part of security."""
     state = StackState.read(lahar_home(args.home))
-    return state.tls_ca or None if state is not None else None
+    value = getattr(state, field) if state is not None else ""
+    return str(value) if value else None
 
 
 def run(args: argparse.Namespace, body: Body) -> int:
