@@ -1,6 +1,6 @@
 """The AsyncAPI 3.0 document of every subject family on the bus: events, intake, plans, quarantined events
-and dead letters, the admission and logs request/reply APIs, heartbeats. Pure; contracts/schema_gen.py
-writes it as contracts/asyncapi.yaml.
+and dead letters, the admission and logs request/reply APIs, heartbeats, usage samples. Pure;
+contracts/schema_gen.py writes it as contracts/asyncapi.yaml.
 
 Payloads refer to the JSON Schemas under contracts/schema/ (paths relative to contracts/). The document
 describes lahar as one application: `send` is what a lahar service publishes, `receive` what one reads.
@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts.events import EVENT_TYPES, EventType
+from contracts.usage import usage_channel
 
 # the contract's own version: event payloads carry theirs (x-lahar-schema-version, the envelope's
 # schema_version); this one changes when a subject or a message other than an event payload does
-CONTRACT_VERSION = "1.0.0"
+CONTRACT_VERSION = "1.1.0"
 MSGPACK = "application/msgpack"
 JSON = "application/json"
 
@@ -35,9 +36,10 @@ def asyncapi() -> dict[str, Any]:
             "description": (
                 "Every subject of a lahar control plane on NATS: the event log (JetStream stream "
                 "LAHAR_EVENTS), the intake stream (LAHAR_INTAKE), plans (LAHAR_PLANS), quarantined events "
-                "(LAHAR_QUARANTINE) and dead letters (LAHAR_DEADLETTER), the admission and "
-                "logs request/reply APIs and node heartbeats (core NATS). Payload schemas are in schema/, "
-                "generated from contracts/payloads.py and contracts/bus_messages.py; see README.md."
+                "(LAHAR_QUARANTINE) and dead letters (LAHAR_DEADLETTER), the admission and logs "
+                "request/reply APIs, node heartbeats and node usage samples (core NATS). Payload schemas "
+                "are in schema/, generated from contracts/payloads.py and contracts/bus_messages.py; see "
+                "README.md."
             ),
         },
         "defaultContentType": JSON,
@@ -218,6 +220,7 @@ def _channels() -> dict[str, Any]:
                 }
             },
         },
+        "usage": usage_channel(),
         "logs": {
             "address": "lahar.logs.{namespace}.{pod}",
             "title": "A pod's container output",
@@ -343,6 +346,12 @@ def _operations() -> dict[str, Any]:
         ),
         "watchHeartbeats": _operation(
             "receive", "heartbeats", "the binder", [_ref("#/channels/heartbeats/messages/Heartbeat")]
+        ),
+        "sendUsage": _operation(
+            "send", "usage", "a node agent", [_ref("#/channels/usage/messages/UsageReport")]
+        ),
+        "watchUsage": _operation(
+            "receive", "usage", "scheduler replicas", [_ref("#/channels/usage/messages/UsageReport")]
         ),
         "serveLogs": {
             **_operation("receive", "logs", "a node agent", [_ref("#/channels/logs/messages/LogsRequest")]),

@@ -19,6 +19,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from contracts.payloads import PodGroupConditionPayload, RejectedField
+from contracts.usage import UsageReport
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -364,13 +365,15 @@ class DeadLetter(Message, frozen=True, kw_only=True):
     time: Annotated[float, msgspec.Meta(description="epoch seconds when it was moved")]
 
 
-# a schema name -> its type, or the types one of which it is
-MESSAGES: dict[str, type[Message] | tuple[type[Message], ...]] = {
+# a schema name -> its type, or the types one of which it is (usage reports: contracts/usage.py, which
+# readers decode with)
+MESSAGES: dict[str, type[msgspec.Struct] | tuple[type[msgspec.Struct], ...]] = {
     "Envelope": Envelope,
     "EventHeaders": EventHeaders,
     "Plan": Plan,
     "PlanHeaders": PlanHeaders,
     "Heartbeat": Heartbeat,
+    "UsageReport": UsageReport,
     "IntakeHeaders": IntakeHeaders,
     "ApiHeaders": ApiHeaders,
     "DeleteRequest": DeleteRequest,

@@ -2,10 +2,11 @@
 catalogue (contracts/events.py), so the broker itself enforces that every fact has one writer.
 
 A service's user may publish exactly the event types it owns, under its own producer token
-(``lahar.ev.<kind>.<producer>.<type>.>``); its plans, heartbeats, quarantine records and dead letters
-under its own name; and use only the JetStream API calls its job needs, on the streams it reads. Clients
-(the operator's ``admin`` and, later, tenants) may send API requests, intake messages and log requests,
-and read the log; nobody but the writer can publish an event type, a plan or a heartbeat.
+(``lahar.ev.<kind>.<producer>.<type>.>``); its plans, heartbeats, usage samples, quarantine records and
+dead letters under its own name; and use only the JetStream API calls its job needs, on the streams it
+reads. Clients (the operator's ``admin`` and, later, tenants) may send API requests, intake messages and
+log requests, and read the log; nobody but the writer can publish an event type, a plan, a heartbeat or
+a usage sample.
 
 Three rules close the ways around subject permissions, since JetStream answers on whatever subject a
 request names and stores what lands on a stream's subjects:
@@ -64,6 +65,7 @@ from shared.bus.subjects import (
     quarantine_filter,
     reconcile_failure_filter,
 )
+from shared.usage.wire import USAGE_FILTER, usage_subject
 
 # The roles that are not services.
 ADMIN = "admin"  # the operator's client identity: every namespace, queue and cluster-scoped kind
@@ -225,7 +227,7 @@ def permissions(identity: Identity, public_key: str) -> Permissions:
     if role == SCHEDULER:
         return Permissions(
             publish=(*_log_writer(role, producer), plan_subject(producer), *_stream_info(PLANS_STREAM)),
-            subscribe=(inbox,),
+            subscribe=(inbox, USAGE_FILTER),  # every agent's usage samples (the usage plugin)
         )
     if role == BINDER:
         return Permissions(
@@ -240,7 +242,7 @@ def permissions(identity: Identity, public_key: str) -> Permissions:
     if role == NODE_AGENT:
         agent = producer.removeprefix(f"{NODE_AGENT}.")
         return Permissions(
-            publish=(*_log_writer(role, producer), heartbeat_subject(agent)),
+            publish=(*_log_writer(role, producer), heartbeat_subject(agent), usage_subject(agent)),
             subscribe=(inbox, LOGS_FILTER),
             allow_responses=True,  # the logs API's answers
         )

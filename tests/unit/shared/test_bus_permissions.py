@@ -53,6 +53,7 @@ from shared.security.permissions import (
     permissions,
     subject_matches,
 )
+from shared.usage.wire import USAGE_FILTER, usage_subject
 
 KEY = "UKEY"
 SERVICES = [
@@ -99,6 +100,16 @@ def test_a_node_agent_publishes_only_under_its_own_agent_token() -> None:
     assert may_publish(agent_a, mine) and not may_publish(agent_a, theirs)
     assert may_publish(agent_a, heartbeat_subject("sim"))
     assert not may_publish(agent_a, heartbeat_subject("host.b"))
+    assert may_publish(agent_a, usage_subject("sim"))
+    assert not may_publish(agent_a, usage_subject("host.b"))
+    assert may_publish(agent_b, usage_subject("host.b"))
+
+
+def test_only_scheduler_replicas_hear_usage_samples_and_only_agents_send_them() -> None:
+    hearing = {i.user for i in EVERYONE if may_subscribe(i, USAGE_FILTER)}
+    assert hearing == {"scheduler-0", "scheduler-1"}
+    sending = {i.user for i in EVERYONE if may_publish(i, usage_subject("sim"))}
+    assert sending == {"node-agent"}
 
 
 @pytest.mark.parametrize("identity", [*CLIENTS, Identity(PROVISIONER, PROVISIONER)], ids=lambda i: i.user)
@@ -108,6 +119,7 @@ def test_clients_publish_no_event_plan_heartbeat_quarantine_or_dead_letter(ident
         event_subject("job", "team-a", "j", "JobSubmitted", ADMISSION),
         plan_subject("scheduler-0"),
         heartbeat_subject("sim"),
+        usage_subject("sim"),
         "lahar.quarantine.binder.7",
         "lahar.dead.LAHAR_INTAKE.admission",
     ]
