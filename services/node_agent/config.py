@@ -8,7 +8,8 @@ hollow nodes `<sim-prefix>-0..N-1` (32 cpu, 256Gi, 110 pods, 100Gi ephemeral-sto
 plus one hollow node per Node manifest of `--sim-nodes-file` (its labels, taints and allocatable, e.g.
 GPUs), whose pods only pretend to run, for `--time-scale` times their simulated duration. Every node
 carries Kubernetes' well-known labels (node_labels.py); `--node-labels key=value,...` adds one's own to
-the process node and to the `--sim-nodes` ones.
+the process node and to the `--sim-nodes` ones. Every `--usage-period-s` the agent publishes its nodes'
+usage, with averages over `--usage-window-s` (services/node_agent/usage/, docs/usage.md).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from shared.runner import RunnerConfig
 from shared.security.secret_keys import key_file_problems, load_private_key
 
 RUNTIMES = ("process", "sim")
+MIN_USAGE_PERIOD_S = 0.05
 EPHEMERAL_STORAGE = "ephemeral-storage"
 
 
@@ -56,6 +58,10 @@ class NodeAgentConfig(RunnerConfig):
     time_scale: float = 1.0  # sim runtime: multiplies every simulated duration
     agent_id: str = ""  # names the agent (its checkpoint key); empty: the node name, or the sim prefix
     heartbeat_interval_s: float = 2.0
+    # usage samples (docs/usage.md): how often, and the span their averages cover (Volcano's `duration`);
+    # the sim runtime scales both by time_scale, as it scales the pods' durations
+    usage_period_s: float = 10.0
+    usage_window_s: float = 120.0
     default_grace_s: float = 30.0  # for pods without terminationGracePeriodSeconds
     secrets_key: str = ""  # the node agents' secrets private key (PEM): opens the sealed job secrets
 
@@ -94,11 +100,22 @@ class NodeAgentConfig(RunnerConfig):
         if self.heartbeat_interval_s <= 0:
             interval = self.heartbeat_interval_s
             problems.append(f"heartbeat_interval_s: expected a positive number, got {interval}")
+        for name in ("usage_period_s", "usage_window_s"):
+            if getattr(self, name) <= 0:
+                problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
         problems.extend(key_file_problems("secrets_key", self.secrets_key, load_private_key))
         for name in ("time_scale", "default_grace_s"):
             if getattr(self, name) < 0:
                 problems.append(f"{name}: expected a number >= 0, got {getattr(self, name)}")
         return problems
+
+    def usage_timing_s(self) -> tuple[float, float]:
+        """(period, window) of the usage samples in real seconds: the sim runtime's scaled by time_scale
+        (a period no shorter than MIN_USAGE_PERIOD_S, so a time scale of 0 does not spin)."""
+        if self.runtime != "sim":
+            return self.usage_period_s, self.usage_window_s
+        period = max(self.usage_period_s * self.time_scale, MIN_USAGE_PERIOD_S)
+        return period, max(self.usage_window_s * self.time_scale, period)
 
     @property
     def agent(self) -> str:

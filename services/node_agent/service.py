@@ -6,8 +6,8 @@ observation the runtime has queued; only then comes the first reconcile, and aft
 `after_reconcile` takes the core's runtime actions (`plan_actions`) and performs them, a Start with the
 environment and files of the job's plugins (the ssh plugin's key pair as admission wrote it to the log,
 opened with the agent's secrets key: a pod whose pair cannot be opened fails to start, reason StartError).
-Runtime reports arriving later are folded as they come. Beside the loop run the heartbeats (heartbeat.py)
-and the logs API (logs_api.py).
+Runtime reports arriving later are folded as they come. Beside the loop run the heartbeats (heartbeat.py),
+the usage samples (usage/publisher.py) and the logs API (logs_api.py).
 
 There is no leader election: each agent owns its nodes (one agent per node set and data dir), and its
 checkpoint key is its core's name, `node-agent.<agent>`.
@@ -40,6 +40,10 @@ from services.node_agent.runtime.base import Runtime
 from services.node_agent.runtime.process import START_ERROR, ProcessRuntime
 from services.node_agent.runtime.sim import SimRuntime
 from services.node_agent.ssh_keys import prepare_private_files
+from services.node_agent.usage.process_usage import ProcessUsageSource
+from services.node_agent.usage.publisher import UsageMetrics, publish_usage
+from services.node_agent.usage.sources import SimUsageSource, UsageSource
+from services.node_agent.usage.window import UsageWindow
 from shared.bus.jetstream import Bus
 from shared.runner import EventSourcedService
 from shared.security.secret_keys import load_private_key
@@ -85,6 +89,7 @@ class NodeAgentService(EventSourcedService[AgentView]):
         self.heartbeats = registry.counter(
             "lahar_node_agent_heartbeats_total", "Node heartbeats published", ("agent",)
         ).labels(agent)
+        self.usage_metrics = UsageMetrics(registry, agent)
 
     # --- lifecycle --------------------------------------------------------------------------------
     async def serve(self) -> None:
@@ -118,7 +123,35 @@ class NodeAgentService(EventSourcedService[AgentView]):
                 self.stopping,
                 on_sent=self.heartbeats.inc,
             ),
+            self._publish_usage(),
             serve_logs(self.bus.nc, self.pod_logs, self.stopping),
+        ]
+
+    def _publish_usage(self) -> Coroutine[Any, Any, None]:
+        period_s, window_s = self.agent_config.usage_timing_s()
+        return publish_usage(
+            self.bus.nc,
+            self.agent_config.agent,
+            self.usage_source(),
+            UsageWindow(window_s),
+            period_s,
+            self.clock,
+            self.stopping,
+            self.usage_metrics,
+        )
+
+    def usage_source(self) -> UsageSource:
+        """The sim runtime's pods use what they say; the process runtime's are measured (docs/usage.md)."""
+        if isinstance(self.runtime, ProcessRuntime):
+            node = next(iter(self.agent_core.inner.nodes))
+            return ProcessUsageSource(node, self.runtime.process_roots)
+        return SimUsageSource(list(self.agent_core.inner.nodes), self._running_pods)
+
+    def _running_pods(self) -> list[tuple[str, Pod]]:
+        return [
+            (run.node, run.pod)
+            for run in self.state.agent.runs.values()
+            if run.observed == STARTED and run.pod is not None
         ]
 
     # --- the hooks of the loop --------------------------------------------------------------------

@@ -115,6 +115,13 @@ class ProcessRuntime:
                 self._recover(key, directory, record)
         return {key: run.record.run_id for key, run in self._runs.items()}
 
+    def process_roots(self) -> dict[str, list[tuple[int, int]]]:
+        """Pod key -> (pid, start ticks) of each container process of every run it drives (each leads a
+        session of its own): where the usage sampler finds a pod's processes."""
+        return {
+            key: [(pid, ticks) for pid, ticks in run.record.procs.values()] for key, run in self._runs.items()
+        }
+
     async def close(self) -> None:
         tasks = [t for run in self._runs.values() for t in (run.task, run.escalation) if t is not None]
         for task in tasks:

@@ -2,10 +2,11 @@
 
 A started pod "runs" for its simulated duration (the `lahar.dev/sim-duration` annotation, else a
 `sleep N` in its command, else 60 s: the simulator's own rule) times `time_scale`, then exits with the
-`lahar.dev/sim-exit-code` annotation (default 0). A run is one timer on the event loop, so thousands cost
-little. Runs live in the agent's process (`close` ends them) and nothing is recorded: a restarted agent
-finds no runs, and the core reports the ones that had started as terminated (reason Lost), so their
-pods are created again.
+`lahar.dev/sim-exit-code` annotation (default 0); meanwhile it uses what `lahar.dev/sim-usage` says, else
+its requests (services/node_agent/usage/sources.py). A malformed annotation fails the pod (StartError).
+A run is one timer on the event loop, so thousands cost little. Runs live in the agent's process
+(`close` ends them) and nothing is recorded: a restarted agent finds no runs, and the core reports the
+ones that had started as terminated (reason Lost), so their pods are created again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 
 from contracts.objects import FROZEN_EMPTY, Node, ObjectMeta, Pod, frozen_map
 from contracts.resources import Resources
+from contracts.usage import simulated_usage
 from services.node_agent.core.state import EXITED, STARTED, STOPPED, Observation
 from services.node_agent.node_labels import node_labels
 from services.simulator.world import pod_duration, pod_exit_code
@@ -46,6 +48,7 @@ class SimRuntime:
         try:
             duration = pod_duration(pod) * self.time_scale
             exit_code = pod_exit_code(pod)
+            simulated_usage(pod.meta.annotations, pod.spec.effective_requests())
         except ValueError as exc:
             self._ended.add(run_id)
             self._report(key, run_id, EXITED, 128, "StartError", f"simulation annotations: {exc}")

@@ -23,7 +23,7 @@ PURE_FILES = [
     ROOT / "shared" / "ring.py",
 ]
 # pure modules of the runtime library that cores may use
-ALLOWED_SHARED = {"shared.runner_types", "shared.ring", "shared.projected_core"}
+ALLOWED_SHARED = {"shared.runner_types", "shared.ring", "shared.projected_core", "shared.usage.book"}
 FORBIDDEN_MODULES = {
     "asyncio",
     "nats",
