@@ -85,6 +85,14 @@ class SchedulerMetrics:
         self.owned_podgroups = registry.gauge(
             "lahar_owned_podgroups", "PodGroups this replica owns on the ring (as of its last session)"
         )
+        self.usage_reports = registry.counter(
+            "lahar_scheduler_usage_reports_total",
+            "Node usage reports received (with the usage plugin), by outcome (ok, invalid)",
+            ("outcome",),
+        )
+        self.usage_nodes = registry.gauge(
+            "lahar_scheduler_usage_fresh_nodes", "Nodes with a fresh usage sample at the last session"
+        )
 
     def session(self, duration_ms: float, cpu_s: float, outcome: SessionOutcome) -> None:
         self.e2e_latency_ms.observe(duration_ms)

@@ -7,6 +7,9 @@ events, a ring change). The session sees the whole cluster but places only the P
 owns on the ring; the replica assumes its plans in the view and sends each on LAHAR_PLANS. It never
 waits for the binder: the log answers each plan with its events (PodBound, ...) or a PlanRejected, and an
 assumption nobody answers within assumption_timeout_s is dropped so its pods are planned again.
+
+When the conf enables the usage plugin, the replica also follows the node agents' usage samples (core
+NATS, shared/usage/) and hands each session those received within usage_stale_after_s (docs/usage.md).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from shared.ring import Ring
 from shared.runner import EventSourcedService, RunnerConfig
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
+from shared.usage.book import UsageBook
+from shared.usage.subscriber import follow_usage
 
 log = structlog.get_logger(__name__)
 
@@ -60,12 +65,15 @@ class SchedulerConfig(RunnerConfig):
     seed: int = 0  # session n draws from Random(seed + n)
     membership_ttl_s: int = 5
     assumption_timeout_s: float = 60.0
+    # a node's usage sample older than this says nothing about it now: the usage plugin treats the node as
+    # unknown (Volcano's 5 minutes without fresh metrics)
+    usage_stale_after_s: float = 300.0
 
     def problems(self) -> list[str]:
         problems = super().problems()
         if not self.replica_id or "/" in self.replica_id:
             problems.append(f"replica_id: expected a name without '/', got {self.replica_id!r}")
-        for name in ("schedule_period_s", "assumption_timeout_s", "capacity_period_s"):
+        for name in ("schedule_period_s", "assumption_timeout_s", "capacity_period_s", "usage_stale_after_s"):
             if getattr(self, name) <= 0:
                 problems.append(f"{name}: expected a positive number, got {getattr(self, name)}")
         if self.session_pacing < 0:
@@ -111,9 +119,23 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self._owned_share = 0  # live PodGroups this replica owns, as of its last periodic session
         self._last_ring: Ring | None = None
         self._assumed_at: dict[str, float] = {}  # plan id -> monotonic time it was assumed
+        # the latest usage sample of every node, when a session needs them (the usage plugin)
+        self.usage = UsageBook() if self.conf.uses("usage") else None
 
     def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
-        return [self.ownership.run(self.stopping), self._schedule_loop()]
+        tasks = [self.ownership.run(self.stopping), self._schedule_loop()]
+        if self.usage is not None:
+            reports = self.sched_metrics.usage_reports
+            tasks.append(
+                follow_usage(
+                    self.bus.nc,
+                    self.usage,
+                    self.clock,
+                    self.stopping,
+                    lambda valid: reports.labels("ok" if valid else "invalid").inc(),
+                )
+            )
+        return tasks
 
     def health(self) -> dict[str, Any]:
         return {
@@ -214,6 +236,10 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             self._planned_seq = view.seq
             return
         snapshot = view.snapshot()
+        if self.usage is not None:
+            fresh = self.usage.fresh(self.clock(), self.config.usage_stale_after_s)
+            self.sched_metrics.usage_nodes.set(len(fresh))
+            snapshot = dataclasses.replace(snapshot, usage=fresh)
         self._new_work.clear()
         self._touched.clear()
         self._capacity_at = loop_time

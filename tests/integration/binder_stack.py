@@ -18,6 +18,7 @@ from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
 from contracts.objects import Pod
 from services.binder.service import BinderConfig, BinderService
+from services.scheduler.core.conf import SchedulerConf
 from services.scheduler.plans import PlanMessage, encode_plan
 from services.scheduler.service import SchedulerConfig, SchedulerService
 from shared.bus.envelope import Envelope
@@ -65,10 +66,12 @@ class Stack:
         await self._start(service)
         return service
 
-    async def scheduler(self, replica: str, **config: Any) -> SchedulerService:
+    async def scheduler(
+        self, replica: str, conf: SchedulerConf | None = None, **config: Any
+    ) -> SchedulerService:
         bus, etcd = await self._connect()
         cfg = SchedulerConfig(**{**QUIET, "replica_id": replica, "schedule_period_s": 0.5, **config})
-        service = SchedulerService(bus, etcd, cfg, registry=Registry(), tracer=self.tracer)
+        service = SchedulerService(bus, etcd, cfg, conf, registry=Registry(), tracer=self.tracer)
         await self._start(service)
         return service
 

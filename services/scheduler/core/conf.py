@@ -99,6 +99,10 @@ class SchedulerConf:
     def action_arguments(self, action: str) -> Mapping[str, Any]:
         return self.configurations.get(action, {})
 
+    def uses(self, plugin: str) -> bool:
+        """Whether a tier names the plugin (the usage plugin's inputs are gathered only then)."""
+        return any(option.name == plugin for tier in self.tiers for option in tier)
+
 
 def parse_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
     """Parse and validate a volcano-scheduler.conf; raises ConfError listing every problem."""
@@ -192,6 +196,7 @@ def _parse_plugin(raw: Any, path: str, errors: list[str]) -> PluginOption | None
         arguments = {}
     for arg in _unknown_arguments(arguments, PLUGINS[name].arguments_spec):
         errors.append(f"{path}.arguments.{arg}: unknown argument for plugin {name}")
+    errors.extend(f"{path}.arguments.{problem}" for problem in PLUGINS[name].argument_problems(arguments))
     return PluginOption(name, disabled, raw.get("enableHierarchy") is True, dict(arguments))
 
 

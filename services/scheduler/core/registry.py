@@ -26,6 +26,7 @@ _PLUGIN_PATHS = {
     "predicates": "services.scheduler.core.plugins.predicates:PredicatesPlugin",
     "nodeorder": "services.scheduler.core.plugins.nodeorder:NodeOrderPlugin",
     "binpack": "services.scheduler.core.plugins.binpack:BinpackPlugin",
+    "usage": "services.scheduler.core.plugins.usage:UsagePlugin",
     "network-topology-aware": (
         "services.scheduler.core.plugins.network_topology_aware:NetworkTopologyAwarePlugin"
     ),

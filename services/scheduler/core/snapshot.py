@@ -11,11 +11,12 @@ computes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.objects import HyperNode, Node, ObjectMeta, Pod, PodGroup, PriorityClass, Queue
+from contracts.usage import NodeUsage
 from services.scheduler.core.model.facts import TaskFacts, task_facts
 from services.scheduler.core.model.node_base import NodeBase
 
@@ -38,6 +39,8 @@ class ClusterSnapshot:
     node_base: NodeBase | None = field(default=None, compare=False, repr=False)
     # each pod's task facts, in the order of `pods` (the scheduler's view keeps them between sessions)
     task_facts: tuple[TaskFacts, ...] | None = field(default=None, compare=False, repr=False)
+    # node name -> its latest usage sample, fresh ones only (the usage plugin's input)
+    usage: Mapping[str, NodeUsage] = field(default_factory=dict, compare=False, repr=False)
 
     def nodes_as_base(self) -> NodeBase:
         return self.node_base if self.node_base is not None else NodeBase.build(self.nodes)

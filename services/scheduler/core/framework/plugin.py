@@ -68,6 +68,13 @@ class Plugin:
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.arguments = dict(arguments)
 
+    @classmethod
+    def argument_problems(cls, arguments: Mapping[str, Any]) -> list[str]:
+        """What is wrong inside the arguments the conf gives (nested sections), each naming its path
+        under `arguments`; the conf parser reports them with the plugin's place. Names are checked against
+        `arguments_spec` already."""
+        return []
+
     # --- lifecycle ---------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:
         """Called once when the session opens, in tier order, before any action runs. Build per-session
