@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -11,10 +12,16 @@ import orjson
 import yaml
 
 from contracts.errors import ManifestError
-from contracts.parse import load_files
+from contracts.parse import duration_seconds, load_files
 from services.scheduler.core.conf import ConfError, default_conf, parse_conf
 from services.simulator.engine import simulate
 from services.simulator.report import build_report, render_table
+from services.simulator.usage import (
+    DEFAULT_PERIOD_S,
+    DEFAULT_STALE_AFTER_S,
+    DEFAULT_WINDOW_S,
+    UsageSimulation,
+)
 from services.simulator.world import annotation_errors
 
 EXIT_OK = 0
@@ -37,11 +44,47 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--period", type=float, default=1.0, help="simulated schedule period in seconds (default 1)"
     )
+    usage = "with the usage plugin in the conf: "
+    p.add_argument(
+        "--usage-period",
+        type=_duration,
+        default=DEFAULT_PERIOD_S,
+        metavar="DURATION",
+        help=f"{usage}how often nodes' usage is sampled, e.g. 30s (default {DEFAULT_PERIOD_S:.0f}s)",
+    )
+    p.add_argument(
+        "--usage-window",
+        type=_duration,
+        default=DEFAULT_WINDOW_S,
+        metavar="DURATION",
+        help=f"{usage}the span of the samples' averages (default {DEFAULT_WINDOW_S:.0f}s)",
+    )
+    p.add_argument(
+        "--usage-stale-after",
+        type=_duration,
+        default=DEFAULT_STALE_AFTER_S,
+        metavar="DURATION",
+        help=f"{usage}an older sample leaves its node unknown (default {DEFAULT_STALE_AFTER_S:.0f}s)",
+    )
     p.add_argument(
         "--events", action="store_true", help="add the simulated event log to the report, in order"
     )
     p.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     p.set_defaults(handler=run)
+
+
+def _duration(text: str) -> float:
+    """A positive Go duration (30s, 2m) or a number of seconds."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = duration_seconds(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(f"expected a positive duration, got {text!r}")
+    return seconds
 
 
 def _progress_printer(enabled: bool):
@@ -83,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         period_s=args.period,
         progress=progress,
+        node_usage=UsageSimulation(args.usage_period, args.usage_window, args.usage_stale_after),
     )
     if sys.stderr.isatty():
         print("\r", end="", file=sys.stderr)

@@ -21,12 +21,14 @@ stack's scheduler would place them one schedule period later).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from contracts import codec
 from contracts.events import ADMISSION, BINDER
 from contracts.objects import ApiObject, Command, Job, PriorityClass, Queue
+from contracts.usage import NodeUsage
 from services.admission.core.command_rules import target_key
 from services.admission.core.mutate import mutate_job, mutate_queue
 from services.binder.core.core import plan_outputs
@@ -154,9 +156,18 @@ class SimCluster:
     def complete(self, now: float) -> None:
         self.write(nodes.completions(self.world, now), now)
 
-    def schedule(self, conf: SchedulerConf, *, seed: int, session_id: str, now: float) -> SessionResult:
-        """One scheduling cycle (see the module docstring); the controllers settle after each session."""
-        snapshot = self.world.snapshot()
+    def schedule(
+        self,
+        conf: SchedulerConf,
+        *,
+        seed: int,
+        session_id: str,
+        now: float,
+        usage: Mapping[str, NodeUsage] | None = None,
+    ) -> SessionResult:
+        """One scheduling cycle (see the module docstring); the controllers settle after each session.
+        `usage`: the nodes' fresh usage samples (usage.py), when the conf's usage plugin reads them."""
+        snapshot = self._snapshot(usage)
         first = run_session(snapshot, conf, seed=seed, session_id=session_id, now=now)
         mark = len(self.log)
         self._commit(first, snapshot, now)
@@ -168,7 +179,7 @@ class SimCluster:
         )
         if not created:
             return first
-        snapshot = self.world.snapshot()
+        snapshot = self._snapshot(usage)
         second = run_session(snapshot, conf, seed=seed, session_id=session_id, now=now)
         self._commit(second, snapshot, now)
         return SessionResult(
@@ -178,6 +189,10 @@ class SimCluster:
             podgroups={**first.podgroups, **second.podgroups},
             queues=second.queues or first.queues,
         )
+
+    def _snapshot(self, usage: Mapping[str, NodeUsage] | None) -> ClusterSnapshot:
+        snapshot = self.world.snapshot()
+        return snapshot if usage is None else replace(snapshot, usage=usage)
 
     def _commit(self, result: SessionResult, snapshot: ClusterSnapshot, now: float) -> None:
         for message in build_plans(result, snapshot, SIM_REPLICA, _Everything()):

@@ -6,6 +6,9 @@ session runs and the controllers settle again (cluster.py). The clock then moves
 anything changed, otherwise it jumps to the next run end, arrival, or controller timeout / TTL. When
 nothing can change any more and jobs are still unfinished, the run ends as a deadlock instead of spinning.
 
+With a conf that enables the usage plugin, the nodes' usage is sampled too (usage.py) and each session
+gets the fresh samples; the next sample is then one more moment the clock may jump to.
+
 Pure: the clock is simulated, randomness comes from the seed, progress goes to an optional callback.
 """
 
@@ -19,6 +22,7 @@ from services.scheduler.core.framework.plan import SessionResult
 from services.simulator.cluster import SimCluster
 from services.simulator.log import SimLog
 from services.simulator.metrics import UsageRecorder
+from services.simulator.usage import UsageSimulation
 from services.simulator.world import World
 
 ProgressFn = Callable[[int, float, int, int], None]  # cycle, sim time, unfinished jobs, pending pods
@@ -35,6 +39,7 @@ class SimulationRun:
     now: float = 0.0
     outcome: str = "cycles"  # cycles | idle | deadlock | unschedulable
     usage: UsageRecorder | None = None
+    node_usage: UsageSimulation | None = None  # the usage samples, when the conf's usage plugin reads them
 
 
 def stall_outcome(world: World) -> str:
@@ -59,19 +64,30 @@ def simulate(
     period_s: float = 1.0,
     max_cycles: int = 100_000,
     progress: ProgressFn | None = None,
+    node_usage: UsageSimulation | None = None,
 ) -> SimulationRun:
+    """`node_usage`: how nodes' usage is sampled (default: UsageSimulation's 30 s period), used only when
+    the conf enables the usage plugin."""
     cluster = SimCluster(objects)
     world = cluster.world
     run = SimulationRun(world, cluster.log)
     run.usage = UsageRecorder(world)
+    if conf.uses("usage"):
+        run.node_usage = node_usage or UsageSimulation()
+    sampler = run.node_usage
     limit = max_cycles if until_idle else (cycles or 1)
     now = 0.0
     while run.cycles < limit:
         mark = len(cluster.log)
+        fresh = None
+        if sampler is not None:
+            sampler.advance(world, now, mark)
+            fresh = sampler.fresh(now)
         cluster.arrive(now)
         cluster.complete(now)
         cluster.settle(now)
-        result = cluster.schedule(conf, seed=seed + run.cycles, session_id=f"cycle-{run.cycles}", now=now)
+        cycle = f"cycle-{run.cycles}"
+        result = cluster.schedule(conf, seed=seed + run.cycles, session_id=cycle, now=now, usage=fresh)
         run.results.append(result)
         run.binds.update(result.binds)
         run.evictions.extend(result.evictions)
@@ -89,6 +105,9 @@ def simulate(
             now += period_s
             continue
         upcoming = cluster.next_moment(now)
+        sample = sampler.next_moment(len(cluster.log)) if sampler is not None else None
+        if sample is not None and (upcoming is None or sample < upcoming):
+            upcoming = sample
         if upcoming is None:
             run.outcome = stall_outcome(world)
             break

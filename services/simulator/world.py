@@ -20,6 +20,7 @@ from contracts.errors import FieldError
 from contracts.objects import Node, ObjectMeta, Pod, PodGroup, PodStatus, Queue, frozen_map
 from contracts.parse import duration_seconds
 from contracts.payloads import named_node
+from contracts.usage import SIM_USAGE, sim_usage_problem
 from services.job_controller.core.expand import GROUP_NAME, POD_GENERATION
 from services.node_agent.node_labels import well_known_labels
 from services.scheduler.core.framework.plan import SessionResult
@@ -77,6 +78,9 @@ def _annotation_problems(annotations: Mapping[str, str]) -> list[tuple[str, str]
     code = annotations.get(SIM_EXIT_CODE)
     if code and not all(c.strip().lstrip("-").isdigit() for c in code.split(",")):
         problems.append((SIM_EXIT_CODE, f"expected an integer exit code (or a list of them), got {code!r}"))
+    usage = sim_usage_problem(annotations)
+    if usage is not None:
+        problems.append((SIM_USAGE, usage))
     return problems
 
 
