@@ -16,6 +16,7 @@ from services.cli.bench_e2e.run import BenchSpec
 from services.cli.bench_e2e.run import run_bench as run_e2e_bench
 from services.cli.bench_failover import FailoverSpec, run_failover_bench
 from services.scheduler.bench.core_bench import run_bench
+from services.scheduler.core.conf import ConfError, parse_conf
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     core.add_argument(
         "--finished", type=int, default=0, metavar="PODS", help="pods of finished gangs already in the view"
+    )
+    core.add_argument(
+        "--conf",
+        metavar="SCHEDULER_CONF",
+        help="volcano-scheduler.conf (default: Volcano's default); with the usage plugin every node gets a "
+        "synthetic usage sample",
     )
     core.add_argument("-o", "--output", choices=("json", "table"), default="table")
     core.set_defaults(handler=run_core)
@@ -112,6 +119,12 @@ def run_core(args: argparse.Namespace) -> int:
         for name, low in (("nodes", 1), ("pods", 1), ("queues", 1), ("replicas", 1), ("finished", 0))
         if getattr(args, name) < low
     ]
+    conf = None
+    if args.conf:
+        try:
+            conf = parse_conf(Path(args.conf).read_text(), args.conf)
+        except (OSError, ConfError) as exc:
+            problems.append(str(exc))
     if problems:
         for problem in problems:
             print(f"lahar bench core: {problem}", file=sys.stderr)
@@ -127,6 +140,7 @@ def run_core(args: argparse.Namespace) -> int:
         seed=args.seed,
         replicas=args.replicas,
         finished=args.finished,
+        conf=conf,
         progress=progress,
     )
     if args.output == "json":

@@ -16,6 +16,10 @@ pays, which grows with nodes and live pods but not with `finished`; `settled_ses
 CPU, the median of five. `settled_focused_session_cpu_ms` is the same for a session acting for no
 PodGroup: what a replica's session that answers a few PodGroups pays over the settled cluster (its
 focus, services/scheduler/focus.py; every other pod is only counted).
+
+With a conf that enables the usage plugin, every node carries a synthetic usage sample (synthetic.py:
+`node_usage`) that lists none of the node's pods, so the plugin estimates every placed pod from the log
+(the most it ever has to do at session open).
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ from __future__ import annotations
 import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contracts.objects import Node, Pod, PodGroup, PodStatus
+from contracts.usage import NodeUsage
 from services.scheduler.bench.binder import BenchBinder
-from services.scheduler.bench.synthetic import make_history, make_workload
+from services.scheduler.bench.synthetic import make_history, make_workload, node_usage
 from services.scheduler.core.conf import SchedulerConf, default_conf
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.framework.session import run_session
@@ -51,6 +56,7 @@ class _Cluster:
     queues: tuple[Any, ...]
     rows: NodeRows = field(default_factory=NodeRows)
     objects: LiveObjects = field(default_factory=LiveObjects)
+    usage: Mapping[str, NodeUsage] = field(default_factory=dict)
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -60,6 +66,7 @@ class _Cluster:
             queues=self.queues,
             node_base=self.rows.base(),
             task_facts=self.objects.live_facts(),
+            usage=self.usage,
         )
 
     def put(self, obj: Pod | PodGroup) -> None:
@@ -87,6 +94,8 @@ def run_bench(
     # from_objects adds Volcano's `default` queue
     cluster = _Cluster(tuple(workload.nodes), ClusterSnapshot.from_objects(workload.queues).queues)
     cluster.rows.put_all(workload.nodes)
+    if conf.uses("usage"):
+        cluster.usage = node_usage(workload.nodes, seed)
     for obj in (
         *make_history(finished, workload.nodes, workload.queues, seed),
         *workload.podgroups,

@@ -26,6 +26,7 @@ from contracts.objects import (
     frozen_map,
 )
 from contracts.resources import Resources
+from contracts.usage import NodeUsage
 
 GANG_SIZES = (1, 1, 2, 4, 8, 8, 16, 32, 64)
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -139,3 +140,23 @@ def _gangs(
         created += size
         gang_index += 1
     return podgroups, pods
+
+
+def node_usage(nodes: Sequence[Node], seed: int) -> dict[str, NodeUsage]:
+    """A usage sample per node, up to half its cpu and memory busy (seeded), listing no pod: every pod on
+    a node is one the usage plugin estimates."""
+    rng = random.Random(seed)
+    samples = {}
+    for node in nodes:
+        cpu = round(node.allocatable.get("cpu", 0) * rng.uniform(0, 0.5))
+        memory = round(node.allocatable.get("memory", 0) / 1000 * rng.uniform(0, 0.5))
+        samples[node.meta.name] = NodeUsage(
+            node=node.meta.name,
+            time=0.0,
+            cpu_milli=cpu,
+            memory_bytes=memory,
+            cpu_avg_milli=cpu,
+            memory_avg_bytes=memory,
+            window_s=120.0,
+        )
+    return samples
