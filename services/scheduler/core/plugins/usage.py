@@ -53,10 +53,15 @@ _ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
 def estimate(request: float, limit: float, request_ratio: float, burst_ratio: float, risk: float) -> float:
     """Volcano's EstimatePodResource for one dimension."""
+    base, ceiling = _unscaled(request, limit, request_ratio, burst_ratio)
+    return min(max(base * risk, 0.0), ceiling)
+
+
+def _unscaled(request: float, limit: float, request_ratio: float, burst_ratio: float) -> tuple[float, float]:
+    """The estimate before the risk factor, and the most it may be (the limit, else the request)."""
     request = max(request, 0.0)
     effective = limit if limit > 0 and limit >= request else request
-    value = (request * request_ratio + (effective - request) * burst_ratio) * risk
-    return min(max(value, 0.0), effective)
+    return request * request_ratio + (effective - request) * burst_ratio, effective
 
 
 def pod_limits(pod: Pod) -> tuple[float, float]:
@@ -83,28 +88,35 @@ class UsagePlugin(Plugin):
         return argument_problems(arguments)
 
     def on_session_open(self, ssn: Session) -> None:
-        self.args = UsageArguments.parse(self.arguments)
+        self.args = args = UsageArguments.parse(self.arguments)
         nodes = ssn.nodes
         count = len(nodes)
-        self._capacity = np.zeros((2, count))  # rows: cpu (milli-cores), memory (bytes)
-        for row, (name, scale) in enumerate(((CPU, 1.0), (MEMORY, 1000.0))):
+        # per node, as Python floats: a placement updates one node, and numpy's per-element access
+        # costs more than the arithmetic
+        capacity = []
+        for name, scale in ((CPU, 1.0), (MEMORY, 1000.0)):
             column = ssn.resources.column.get(name)
-            if column is not None:
-                self._capacity[row] = nodes.allocatable[:, column] / scale
-        self.known = np.zeros(count, dtype=bool)
-        self.load = np.zeros((2, count))  # the estimate: sample, corrected, plus shadows
+            row = [0.0] * count if column is None else (nodes.allocatable[:, column] / scale).tolist()
+            capacity.append(row)
+        self._cpu_capacity, self._memory_capacity = capacity
+        self._known = [False] * count
+        self._cpu = [0.0] * count  # the estimate: sample, corrected by the log, plus shadows
+        self._memory = [0.0] * count
+        total = args.cpu_weight + args.memory_weight
+        self._weights = (args.cpu_weight / total, args.memory_weight / total) if total else (0.0, 0.0)
+        self._unscaled: dict[tuple[int, int], tuple[float, float, float, float]] = {}
         self._placed: dict[str, tuple[int, float, float]] = {}  # in-session placements' shadows
-        usage = ssn.snapshot.usage
         sampled: dict[int, Mapping[str, tuple[int, int]]] = {}
-        for name, sample in usage.items():
+        for name, sample in ssn.snapshot.usage.items():
             i = nodes.index.get(name)
             if i is not None:
-                self.known[i] = True
-                self.load[:, i] = (sample.cpu_milli, sample.memory_bytes)
+                self._known[i] = True
+                self._cpu[i], self._memory[i] = float(sample.cpu_milli), float(sample.memory_bytes)
                 sampled[i] = {p.pod: (p.cpu_milli, p.memory_bytes) for p in sample.pods}
         self._score = np.zeros(count)
         self._cpu_over = np.zeros(count, dtype=bool)
         self._memory_over = np.zeros(count, dtype=bool)
+        self._over = [0, 0]  # how many nodes each mask holds
         if sampled:
             self._correct_by_log(ssn, sampled)
         for i in sampled:
@@ -124,69 +136,82 @@ class UsagePlugin(Plugin):
         for i, pods in sampled.items():
             for key, (cpu, memory) in pods.items():
                 if on_node.get(key) != i:  # it left the node after the sample
-                    self.load[0, i] = max(0.0, self.load[0, i] - cpu)
-                    self.load[1, i] = max(0.0, self.load[1, i] - memory)
+                    self._cpu[i] = max(0.0, self._cpu[i] - cpu)
+                    self._memory[i] = max(0.0, self._memory[i] - memory)
         for facts, i in unsampled:  # in the log's order: each estimate sees the node's risk so far
-            self.load[:, i] += self._estimate(facts, i)
+            cpu_estimate, memory_estimate = self._estimate(facts, i)
+            self._cpu[i] += cpu_estimate
+            self._memory[i] += memory_estimate
 
     # --- the estimate -------------------------------------------------------------------------------
+    def estimated(self, i: int) -> tuple[float, float]:
+        """Node i's estimated cpu (milli-cores) and memory (bytes) in use; (0, 0) if it is unknown."""
+        return self._cpu[i], self._memory[i]
+
     def composite(self, i: int) -> tuple[float, float]:
         """The node's cpu and memory load as fractions of its allocatable, clamped to [0, 1]."""
-        capacity = self._capacity[:, i]
-        fractions = [
-            min(max(self.load[r, i] / capacity[r], 0.0), 1.0) if capacity[r] > 0 else 0.0 for r in (0, 1)
-        ]
-        return fractions[0], fractions[1]
+        cpu_capacity, memory_capacity = self._cpu_capacity[i], self._memory_capacity[i]
+        cpu = min(max(self._cpu[i] / cpu_capacity, 0.0), 1.0) if cpu_capacity > 0 else 0.0
+        memory = min(max(self._memory[i] / memory_capacity, 0.0), 1.0) if memory_capacity > 0 else 0.0
+        return cpu, memory
 
-    def _weighted(self, cpu: float, memory: float) -> float:
+    def _weighted(self, i: int) -> float:
         """Volcano's weighted load (0 when both weights are 0)."""
-        cpu_weight, memory_weight = self.args.cpu_weight, self.args.memory_weight
-        total = cpu_weight + memory_weight
-        return (cpu * cpu_weight + memory * memory_weight) / total if total else 0.0
+        cpu, memory = self.composite(i)
+        return cpu * self._weights[0] + memory * self._weights[1]
 
     def score(self, i: int) -> float:
         """Volcano's CalcNodeScore: (1 - weighted load) x 100 x usage.weight; 0 for an unknown node or
         when both weights are 0."""
         args = self.args
-        if not self.known[i] or not args.cpu_weight + args.memory_weight:
+        if not self._known[i] or not args.cpu_weight + args.memory_weight:
             return 0.0
-        return (1.0 - self._weighted(*self.composite(i))) * MAX_SCORE * args.usage_weight
+        return (1.0 - self._weighted(i)) * MAX_SCORE * args.usage_weight
 
     def _estimate(self, facts: TaskFacts | TaskInfo, i: int) -> tuple[float, float]:
         args = self.args
-        risk = args.risk_factor if self._weighted(*self.composite(i)) >= args.risk_threshold else 1.0
+        risk = args.risk_factor if self._weighted(i) >= args.risk_threshold else 1.0
         if facts.best_effort:
             return args.best_effort_cpu_milli * risk, args.best_effort_memory_bytes * risk
-        requests = facts.pod.spec.effective_requests()
-        cpu_limit, memory_limit = pod_limits(facts.pod) if args.burst_ratio else (0.0, 0.0)
-        ratios = (args.request_ratio, args.burst_ratio, risk)
-        return (
-            estimate(float(requests.get(CPU, 0)), cpu_limit, *ratios),
-            estimate(requests.get(MEMORY, 0) / 1000, memory_limit, *ratios),
-        )
+        pod = facts.pod
+        # pods stamped from one template share their containers and requests: one estimate for all
+        key = (id(pod.spec.containers), id(pod.spec.init_containers))
+        unscaled = self._unscaled.get(key)
+        if unscaled is None:
+            requests = pod.spec.effective_requests()
+            cpu_limit, memory_limit = pod_limits(pod) if args.burst_ratio else (0.0, 0.0)
+            ratios = (args.request_ratio, args.burst_ratio)
+            cpu = _unscaled(float(requests.get(CPU, 0)), cpu_limit, *ratios)
+            memory = _unscaled(requests.get(MEMORY, 0) / 1000, memory_limit, *ratios)
+            unscaled = self._unscaled[key] = (*cpu, *memory)
+        cpu_base, cpu_ceiling, memory_base, memory_ceiling = unscaled
+        return min(max(cpu_base * risk, 0.0), cpu_ceiling), min(max(memory_base * risk, 0.0), memory_ceiling)
 
     def _refresh(self, i: int) -> None:
-        if not self.known[i]:
+        if not self._known[i]:
             return
         self._score[i] = self.score(i)
-        capacity = self._capacity[:, i]
-        cpu_over = capacity[0] > 0 and self.load[0, i] * 100 > self.args.cpu_threshold * capacity[0]
-        memory_over = capacity[1] > 0 and self.load[1, i] * 100 > self.args.memory_threshold * capacity[1]
+        args = self.args
+        cpu_capacity, memory_capacity = self._cpu_capacity[i], self._memory_capacity[i]
+        cpu_over = cpu_capacity > 0 and self._cpu[i] * 100 > args.cpu_threshold * cpu_capacity
+        memory_over = memory_capacity > 0 and self._memory[i] * 100 > args.memory_threshold * memory_capacity
         memory_over = memory_over and not cpu_over  # a node is reported under its first reason
         # the masks are handed out by predicate(): a change makes a new array, never edits a given one
         if self._cpu_over[i] != cpu_over:
             self._cpu_over = self._cpu_over.copy()
             self._cpu_over[i] = cpu_over
+            self._over[0] += 1 if cpu_over else -1
         if self._memory_over[i] != memory_over:
             self._memory_over = self._memory_over.copy()
             self._memory_over[i] = memory_over
+            self._over[1] += 1 if memory_over else -1
 
     # --- extension points -----------------------------------------------------------------------------
     def predicate(self, ssn: Session, task: TaskInfo) -> list[NodeFailure]:
         failures = []
-        if self._cpu_over.any():
+        if self._over[0]:
             failures.append(NodeFailure(CPU_OVER, self._cpu_over))
-        if self._memory_over.any():
+        if self._over[1]:
             failures.append(NodeFailure(MEMORY_OVER, self._memory_over))
         return failures
 
@@ -197,11 +222,12 @@ class UsagePlugin(Plugin):
     def on_allocate(self, ssn: Session, event: Event) -> None:
         task = event.task
         i = task.node_index
-        if i < 0 or not self.known[i]:
+        if i < 0 or not self._known[i]:
             return
         cpu, memory = self._estimate(task, i)
         self._placed[task.uid] = (i, cpu, memory)
-        self.load[:, i] += (cpu, memory)
+        self._cpu[i] += cpu
+        self._memory[i] += memory
         self._refresh(i)
 
     def on_deallocate(self, ssn: Session, event: Event) -> None:
@@ -209,5 +235,6 @@ class UsagePlugin(Plugin):
         if placed is None:
             return
         i, cpu, memory = placed
-        self.load[:, i] -= (cpu, memory)
+        self._cpu[i] -= cpu
+        self._memory[i] -= memory
         self._refresh(i)

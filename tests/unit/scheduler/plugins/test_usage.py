@@ -56,9 +56,7 @@ def plugin_of(ssn: Session) -> UsagePlugin:
 
 
 def load(ssn: Session, name: str) -> tuple[float, float]:
-    i = ssn.nodes.index[name]
-    cpu, memory = plugin_of(ssn).load[:, i]
-    return float(cpu), float(memory)
+    return plugin_of(ssn).estimated(ssn.nodes.index[name])
 
 
 # --- Volcano's estimator ----------------------------------------------------------------------------
