@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from services.cli.main import main
+from services.scheduler.core.conf import default_conf, parse_conf
 
 NODES = 20
 BURST = 200
@@ -115,3 +116,11 @@ def test_usage_durations_must_be_positive(tmp_path: Path, capsys: pytest.Capture
         main(["simulate", "-f", str(manifests), "--usage-period", "0s"])
     assert exited.value.code == 2
     assert "expected a positive duration" in capsys.readouterr().err
+
+
+def test_the_example_conf_enables_the_plugin_with_volcanos_arguments() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "usage" / "usage.conf"
+    conf = parse_conf(example.read_text(), str(example))
+    (usage,) = [option for tier in conf.tiers for option in tier if option.name == "usage"]
+    assert usage.arguments["thresholds"] == {"cpu": 80, "mem": 80}
+    assert conf.actions == default_conf().actions
