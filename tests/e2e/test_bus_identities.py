@@ -1,7 +1,8 @@
 """The broker enforces who may write what, on the stack `lahar up` runs (security on by default): an
 unauthenticated connection is refused; the operator's client credentials cannot publish on the event,
 plan or heartbeat subjects; a service cannot publish an event type it does not own; a forged PodBound
-never reaches the log; and jobs still run to completion."""
+never reaches the log; a scheduler replica hears the node agent's usage samples, which nobody else may
+send; and jobs still run to completion."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from e2e.conftest import Stack, operator_bus
 from nats.aio.client import Client as NatsClient
 
 from contracts.events import BINDER
+from contracts.usage import decode_report
 from shared.bus.envelope import Envelope
 from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
 from shared.bus.subjects import EVENTS_STREAM, event_filter, event_subject, intake_subject, plan_subject
@@ -27,6 +29,7 @@ from shared.client import LaharClient
 from shared.security.credentials import new_user, read_credentials, write_private
 from shared.security.permissions import ADMIN, Identity
 from shared.security.tls import client_context
+from shared.usage.wire import USAGE_FILTER, usage_subject
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -216,6 +219,24 @@ async def test_a_forged_pod_bound_never_reaches_the_log(stack: Stack) -> None:
         assert subject != injected, f"something reached the binder's subject: {data[:200]!r}"
         assert Envelope.decode(data).id not in forged_ids, f"a forged event reached the log on {subject}"
     assert [s for s, _ in records if ".PodSubmitted." in s], "the pod's own history is in the log"
+
+
+async def test_a_scheduler_replica_hears_the_agents_usage_which_nobody_else_may_send(stack: Stack) -> None:
+    reports: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def received(msg: Any) -> None:
+        await reports.put(msg.data)
+
+    async with connected(stack, "scheduler-0") as (nc, _):
+        await nc.subscribe(USAGE_FILTER, cb=received)
+        # the agent samples every 10 s: its next report comes within one period
+        report = decode_report(await asyncio.wait_for(reports.get(), 30))
+    assert report.nodes and all(n.cpu_milli >= 0 and n.memory_bytes > 0 for n in report.nodes)
+    for user, agent in ((ADMIN, report.agent), ("node-agent", f"not-{report.agent}")):
+        async with connected(stack, user) as (nc, refusals):
+            subject = usage_subject(agent)
+            await nc.publish(subject, b"{}")
+            await refusals.wait_for(subject)
 
 
 def test_a_gang_job_runs_to_completion_with_security_on(stack: Stack) -> None:
