@@ -1,9 +1,10 @@
 """How the cluster commands print: aligned tables for people, JSON or YAML for scripts; admission's
 answers (`report`) and watches (`follow`); the exit codes scripts can rely on.
 
-`-o json` / `-o yaml` print lahar's object encoding (contracts.codec: snake_case fields under "meta",
-"status", ...) with "apiVersion" and "kind" added; a listing is {"apiVersion": "v1", "kind": "List",
-"items": [...]}. Times are epoch seconds there, and ages or UTC times in tables.
+`-o json` / `-o yaml` print the Kubernetes shape (contracts.kube_shape: apiVersion, kind, metadata,
+spec, status with the API's own field names, RFC 3339 times, quantity strings), which `lahar apply` reads
+back unchanged; a listing is {"apiVersion": "v1", "kind": "List", "items": [...]}. Tables show ages or UTC
+times.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from contracts.codec import encode
-from contracts.objects import API_VERSIONS, ApiObject
+from contracts.kube_shape import kube_list, kube_object
+from contracts.objects import ApiObject
 from contracts.resources import format_quantity
 from shared.client_reads import Answer
 
@@ -36,11 +37,11 @@ EXIT_CODES_HELP = (
 
 
 def document(obj: ApiObject) -> dict[str, Any]:
-    return {"apiVersion": API_VERSIONS[obj.kind], "kind": obj.kind, **encode(obj)}
+    return kube_object(obj)
 
 
 def listing(objects: Iterable[ApiObject]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "List", "items": [document(obj) for obj in objects]}
+    return kube_list(objects)
 
 
 def dump(data: Any, fmt: str, out: TextIO = sys.stdout) -> None:

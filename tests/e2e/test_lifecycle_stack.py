@@ -81,7 +81,7 @@ def phases(events: list[dict[str, Any]]) -> list[str]:
 def created(events: list[dict[str, Any]], pod: str) -> list[int]:
     """The generations of pod `pod` the job-controller created, in order."""
     return [
-        int(e["payload"]["object"]["object"]["meta"]["annotations"][POD_GENERATION])
+        int(e["payload"]["object"]["object"]["metadata"]["annotations"][POD_GENERATION])
         for e in events
         if e["type"] == "PodCreated" and e["object"] == f"pod/{pod}"
     ]
@@ -101,9 +101,9 @@ def is_subsequence(wanted: list[str], seen: list[str]) -> bool:
 
 def pods_of(stack, name: str) -> dict[str, dict[str, Any]]:
     return {
-        p["meta"]["name"]: p
+        p["metadata"]["name"]: p
         for p in lahar_json(stack, "get", "pods")["items"]
-        if p["meta"]["annotations"].get("volcano.sh/job-name") == name
+        if p["metadata"]["annotations"].get("volcano.sh/job-name") == name
     }
 
 
@@ -166,7 +166,7 @@ def test_suspend_stops_the_pods_and_resume_starts_a_new_generation(stack, tmp_pa
     )
     assert sorted(running) == pods
     assert {p["status"]["phase"] for p in running.values()} == {"Running"}
-    assert {p["meta"]["annotations"][POD_GENERATION] for p in running.values()} == {"1"}
+    assert {p["metadata"]["annotations"][POD_GENERATION] for p in running.values()} == {"1"}
     # Volcano's ResumeJob counts a retry (aborted.go: RetryCount++)
     assert lahar_json(stack, "job", "view", "-N", name)["status"]["retry_count"] == 1
 
@@ -204,7 +204,7 @@ def test_restart_task_recreates_only_the_failed_task(stack, tmp_path: Path) -> N
     assert status["succeeded"] == 2
 
     def generations(pods: dict[str, dict[str, Any]]) -> dict[str, str]:
-        return {n: p["meta"]["annotations"][POD_GENERATION] for n, p in pods.items()}
+        return {n: p["metadata"]["annotations"][POD_GENERATION] for n, p in pods.items()}
 
     # in the read model: a's second generation, b's first
     pods = eventually(lambda: pods_of(stack, name), lambda pods: generations(pods) == {a: "1", b: "0"})
@@ -284,7 +284,7 @@ def test_the_closing_queue_is_closed_once_its_job_ends(closed_while_running) -> 
 def test_the_closed_queue_refuses_new_jobs(stack, closed_while_running) -> None:
     assert stack.lahar("job", "delete", "-N", QUEUE_JOB).returncode == 0
     assert eventually(lambda: queue_state(stack, QUEUE), lambda s: s == "Closed") == "Closed"
-    listed = {q["meta"]["name"]: q for q in lahar_json(stack, "queue", "list")["items"]}
+    listed = {q["metadata"]["name"]: q for q in lahar_json(stack, "queue", "list")["items"]}
     assert listed[QUEUE]["status"]["state"] == "Closed"
     answer = apply(stack, closed_while_running["tmp"], "too-late", closed_while_running["late"])
     assert not answer["accepted"]

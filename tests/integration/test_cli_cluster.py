@@ -173,7 +173,7 @@ async def test_get_reads_the_read_model_as_tables_and_json(cli: Cli, etcd: Etcd)
     await store(etcd, replace(parse_object(QUEUE, "q"), status=QueueStatus(running=1)), seq=3)
 
     listing = await cli.json("get", "vcjob", "-o", "json")
-    assert listing["kind"] == "List" and [i["meta"]["name"] for i in listing["items"]] == ["train"]
+    assert listing["kind"] == "List" and [i["metadata"]["name"] for i in listing["items"]] == ["train"]
     one = await cli.json("get", "job", "train", "-o", "json")
     assert one["kind"] == "Job" and one["status"]["state"]["phase"] == "Running"
 
@@ -256,7 +256,7 @@ async def test_job_commands_follow_vcctl(cli: Cli, bus: Bus, etcd: Etcd) -> None
     assert (code, out, err.strip()) == (0, "", "No resources found.")
     code, out, _ = await cli("job", "view", "-N", "train")
     assert code == 0 and "Phase:          Running" in out and "worker" in out
-    assert (await cli.json("job", "view", "-N", "train", "-o", "json"))["meta"]["name"] == "train"
+    assert (await cli.json("job", "view", "-N", "train", "-o", "json"))["metadata"]["name"] == "train"
 
 
 @pytest.mark.slow  # one CLI process per command
@@ -283,7 +283,7 @@ async def test_queue_commands_follow_vcctl(cli: Cli, bus: Bus, etcd: Etcd) -> No
         ["Name", "Weight", "State", "Parent", "Inqueue", "Pending", "Running", "Unknown", "Completed"],
         ["research", "2", "Open", "root", "1", "2", "3", "0", "0"],
     ]
-    assert (await cli.json("queue", "get", "-n", "research", "-o", "json"))["weight"] == 2
+    assert (await cli.json("queue", "get", "-n", "research", "-o", "json"))["spec"]["weight"] == 2
     assert (await cli("queue", "get", "-n", "ghost"))[0] == 1
     assert (await cli("queue", "delete", "-n", "q1"))[0] == 0
     code, _, err = await cli("queue", "delete", "-n", "default")
