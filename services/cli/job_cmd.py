@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.objects import API_VERSIONS, Job
-from services.cli import output
+from services.cli import output, selection
 from services.cli.cluster_cmd import command, run
 from shared.client import LaharClient
 
@@ -59,7 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     list_p.add_argument("-A", "--all-namespaces", action="store_true")
     list_p.add_argument("-q", "--queue", help="only jobs of this queue")
     list_p.add_argument("-S", "--scheduler", help="only jobs of this scheduler")
-    list_p.add_argument("--selector", help="only jobs whose name contains this")
+    list_p.add_argument(
+        "--name-contains", metavar="TEXT", help="only jobs whose name contains this (vcctl's --selector)"
+    )
+    selection.add_selector(list_p)
     list_p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     list_p.set_defaults(handler=list_jobs)
 
@@ -158,14 +161,19 @@ def counts_row(job: Job, *, namespaced: bool) -> list[Any]:
 
 
 def list_jobs(args: argparse.Namespace) -> int:
+    requirements = selection.read_selector(args, "lahar job list")
+    if requirements is None:
+        return output.EXIT_USAGE
+
     async def body(client: LaharClient) -> int:
+        listed = await client.list("job", None if args.all_namespaces else args.namespace)
         jobs = [
             job
-            for job in await client.list("job", None if args.all_namespaces else args.namespace)
+            for job in selection.selected(listed, requirements)
             if isinstance(job, Job)
             and (not args.queue or job.queue == args.queue)
             and (not args.scheduler or job.scheduler_name == args.scheduler)
-            and (not args.selector or args.selector in job.meta.name)
+            and (not args.name_contains or args.name_contains in job.meta.name)
         ]
         if args.output != "table":
             output.dump(output.listing(jobs), args.output)

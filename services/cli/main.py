@@ -13,6 +13,7 @@ from services.cli import (
     cluster_cmd,
     deploy_cmd,
     job_cmd,
+    pod_cmd,
     poison_cmd,
     queue_cmd,
     simulate_cmd,
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     stack_cmd.register(sub)
     cluster_cmd.register(sub)
     job_cmd.register(sub)
+    pod_cmd.register(sub)
     queue_cmd.register(sub)
     poison_cmd.register(sub)
     tenant_cmd.register(sub)

@@ -1,0 +1,81 @@
+"""The Kubernetes-shaped reads of `lahar` as a user runs them (tests/integration/cli_harness.py): -o json
+as kubectl prints it, -l selectors on get and job list, and vcctl's pod list."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from cli_harness import Cli, store
+
+from contracts.objects import Job, JobState, JobStatus, ObjectMeta, PodStatus, frozen_map
+from contracts.parse import parse_object
+from services.job_controller.core.expand import pod_for
+from shared.store.etcd import Etcd
+
+pytestmark = pytest.mark.slow  # one CLI process per command
+
+TRAIN = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "train", "namespace": "default", "labels": {"volcano.sh/job-type": "Train"}},
+    "spec": {
+        "minAvailable": 2,
+        "queue": "research",
+        "tasks": [
+            {
+                "name": "worker",
+                "replicas": 2,
+                "template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}},
+            }
+        ],
+    },
+}
+
+
+def job(name: str, labels: dict[str, str], phase: str) -> Job:
+    parsed = parse_object(TRAIN, "test")
+    assert isinstance(parsed, Job)
+    meta = ObjectMeta(name, "default", uid=f"uid-{name}", labels=frozen_map(labels), creation_timestamp=1e9)
+    return replace(parsed, meta=meta, status=JobStatus(state=JobState(phase=phase)))
+
+
+async def test_json_is_kubernetes_shaped_and_selectors_choose_what_is_listed(cli: Cli, etcd: Etcd) -> None:
+    train = job("train", {"volcano.sh/job-type": "Train"}, "Running")
+    serve = job("serve", {"volcano.sh/job-type": "Serve", "team": "x"}, "Pending")
+    await store(etcd, train, seq=1)
+    await store(etcd, serve, seq=2)
+    for index, phase in enumerate(("Running", "Pending")):
+        pod = pod_for(train, train.tasks[0], index, created_at=1e9)
+        await store(etcd, replace(pod, status=PodStatus(phase=phase)), seq=3 + index)
+
+    listing = await cli.json("get", "jobs", "-o", "json")
+    assert [item["metadata"]["name"] for item in listing["items"]] == [
+        "serve",
+        "train",
+    ]  # jq .items[].metadata.name
+    one = await cli.json("get", "job", "train", "-o", "json")
+    assert one["apiVersion"] == "batch.volcano.sh/v1alpha1" and one["spec"]["minAvailable"] == 2
+    assert one["metadata"]["creationTimestamp"] == "2001-09-09T01:46:40Z"
+    chosen = await cli.json("get", "jobs", "-l", "volcano.sh/job-type=Train", "-o", "json")
+    assert [item["metadata"]["name"] for item in chosen["items"]] == ["train"]
+    code, out, _ = await cli("get", "vcjob", "-l", "volcano.sh/job-type notin (Train),team")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["NAME", "serve"]
+    code, _, err = await cli("get", "jobs", "-l", "team in x")
+    assert code == 2 and "selector 'team in x': at 'x' (character 9): expected '(' after 'in'" in err
+
+    code, out, _ = await cli("job", "list", "-l", "team=x")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["Name", "serve"]
+
+    code, out, _ = await cli("pod", "list")
+    assert code == 0 and [line.split() for line in out.splitlines()] == [
+        ["Name", "Ready", "Status", "Restart", "Age"],
+        ["train-worker-0", "1/1", "Running", "0", out.splitlines()[1].split()[-1]],
+        ["train-worker-1", "0/1", "Pending", "0", out.splitlines()[2].split()[-1]],
+    ]
+    pods = await cli.json("pod", "list", "-j", "train", "-l", "volcano.sh/task-index=1", "-o", "json")
+    assert [item["metadata"]["name"] for item in pods["items"]] == ["train-worker-1"]
+    code, _, err = await cli("pod", "list", "-j", "train", "-q", "elsewhere")
+    assert code == 1 and "job train is not in queue elsewhere" in err
+    code, out, err = await cli("pod", "list", "-q", "elsewhere")
+    assert (code, out, err.strip()) == (0, "", "No resources found.")
