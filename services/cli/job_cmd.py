@@ -17,6 +17,8 @@ from typing import Any
 from contracts.objects import API_VERSIONS, Job
 from services.cli import output, selection
 from services.cli.cluster_cmd import command, run
+from services.cli.describe_cmd import recent_events
+from services.cli.event_rows import events_section
 from shared.client import LaharClient
 
 JOB_TYPE_LABEL = "volcano.sh/job-type"
@@ -66,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     list_p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     list_p.set_defaults(handler=list_jobs)
 
-    view = command(verbs, "view", "show one job in detail")
+    view = command(verbs, "view", "show one job in detail, with its recent events")
     _name_flags(view)
     view.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     view.set_defaults(handler=view_job)
@@ -226,7 +228,12 @@ def view_job(args: argparse.Namespace) -> int:
             print(f"lahar job view: job {args.namespace}/{args.name} not found", file=sys.stderr)
             return output.EXIT_REFUSED
         if args.output == "text":
-            print(describe(job, time.time()))
+            now = time.time()
+            events = await recent_events(client, "job", args.name, args.namespace, "lahar job view")
+            print(describe(job, now))
+            print(
+                events_section(events, now, about=f"job/{job.meta.name}", command=f"lahar events {args.name}")
+            )
         else:
             output.dump(output.document(job), args.output)
         return output.EXIT_OK

@@ -1,16 +1,33 @@
 """The Kubernetes-shaped reads of `lahar` as a user runs them (tests/integration/cli_harness.py): -o json
-as kubectl prints it, -l selectors on get and job list, and vcctl's pod list."""
+as kubectl prints it, -l selectors on get and job list, vcctl's pod list, and describe (job view's
+Events too) reading the read model and the event log."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
 from cli_harness import Cli, store
 
-from contracts.objects import Job, JobState, JobStatus, ObjectMeta, PodStatus, frozen_map
+from contracts.objects import (
+    Job,
+    JobState,
+    JobStatus,
+    Node,
+    ObjectMeta,
+    PodGroupCondition,
+    PodGroupStatus,
+    PodStatus,
+    Queue,
+    frozen_map,
+)
 from contracts.parse import parse_object
-from services.job_controller.core.expand import pod_for
+from contracts.resources import Resources
+from services.job_controller.core.expand import pod_for, podgroup_for
+from shared.bus.envelope import Envelope
+from shared.bus.jetstream import Bus
+from shared.bus.subjects import event_subject
 from shared.store.etcd import Etcd
 
 pytestmark = pytest.mark.slow  # one CLI process per command
@@ -79,3 +96,53 @@ async def test_json_is_kubernetes_shaped_and_selectors_choose_what_is_listed(cli
     assert code == 1 and "job train is not in queue elsewhere" in err
     code, out, err = await cli("pod", "list", "-q", "elsewhere")
     assert (code, out, err.strip()) == (0, "", "No resources found.")
+
+
+WHY = "2/2 tasks in gang unschedulable: 1 node: insufficient nvidia.com/gpu"
+
+
+async def test_describe_and_job_view_say_why_a_job_waits(cli: Cli, bus: Bus, etcd: Etcd) -> None:
+    waiting = job("gpu", {}, "Pending")
+    condition = PodGroupCondition("Unschedulable", "True", reason="NotEnoughResources", message=WHY)
+    group = replace(podgroup_for(waiting), status=PodGroupStatus("Pending", (condition,)))
+    node = Node(ObjectMeta("n1", ""), allocatable=Resources.parse({"cpu": "4", "memory": "8Gi"}))
+    pod = replace(pod_for(waiting, waiting.tasks[0], 0, created_at=1e9), status=PodStatus(phase="Pending"))
+    for seq, obj in enumerate((waiting, group, node, pod, Queue(ObjectMeta("research", ""))), start=1):
+        await store(etcd, obj, seq=seq)
+    payload = {
+        "phase": "Pending",
+        "conditions": [{"type": "Unschedulable", "status": "True", "message": WHY}],
+    }
+    status = Envelope.create(
+        "PodGroupStatusChanged",
+        time=time.time() - 5,
+        producer="binder",
+        correlation_id="default/gpu",
+        payload=payload,
+    )
+    await bus.publish(status, event_subject("podgroup", "default", "gpu", status.type, status.producer))
+
+    code, out, _ = await cli("describe", "vcjob", "gpu")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["Name:", "gpu"]
+    assert ["Queue:", "research", "(Open)"] in [line.split() for line in lines]
+    assert any(line.strip().startswith("Unschedulable") and line.endswith(WHY) for line in lines)
+    assert lines[-1].split()[:4] == ["Warning", "Unschedulable", lines[-1].split()[2], "binder"]
+    assert lines[-1].endswith(f"podgroup/gpu: {WHY}")
+
+    code, out, _ = await cli("job", "view", "-N", "gpu")
+    assert code == 0 and "Events:" in out and out.splitlines()[-1].endswith(f"podgroup/gpu: {WHY}")
+
+    code, out, _ = await cli("describe", "pg", "gpu")
+    assert code == 0 and out.splitlines()[-1].endswith(WHY) and "podgroup/gpu" not in out.splitlines()[-1]
+    code, out, _ = await cli("describe", "pod", "gpu-worker-0")
+    assert code == 0 and "PodGroup Conditions (gpu, Pending):" in out and out.endswith("Events:  <none>\n")
+    code, out, _ = await cli("describe", "node", "n1")
+    assert code == 0 and "Non-terminated Pods:  (0 in total)" in out  # the pending pod is on no node
+    code, out, _ = await cli("describe", "queue", "research")
+    assert code == 0 and ["State:", "Open"] in [line.split() for line in out.splitlines()]
+
+    code, _, err = await cli("describe", "job", "ghost")
+    assert code == 1 and 'job "ghost" not found' in err
+    code, _, err = await cli("describe", "priorityclass", "high")
+    assert code == 2 and "priorityclass is not described" in err
