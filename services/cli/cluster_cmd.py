@@ -26,6 +26,7 @@ from contracts.label_selector import matches
 from contracts.objects import Job, Pod
 from contracts.parse import duration_seconds
 from services.cli import output, selection
+from services.cli.apply_lists import unpack_lists
 from services.cli.stack.layout import StackState, lahar_home, process_alive
 from shared.client import LaharClient, LaharError, Unreachable
 from shared.client_reads import NAMESPACED, UnknownKind, resolve_kind
@@ -155,7 +156,9 @@ def run(args: argparse.Namespace, body: Body) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    apply = command(sub, "apply", "create or update the objects of manifest files (through admission)")
+    apply = command(
+        sub, "apply", "create or update the objects of manifest files (through admission); a List's items too"
+    )
     apply.add_argument("-f", "--filename", action="append", required=True, metavar="FILE", help="- for stdin")
     apply.add_argument("--dry-run", action="store_true", help="validate and default, write nothing")
     apply.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
@@ -223,6 +226,7 @@ def run_apply(args: argparse.Namespace) -> int:
         answers = []
         for name, text in texts:
             source = "stdin" if name == "-" else name
+            text = unpack_lists(text)
             answers.append((source, await client.apply(text, dry_run=args.dry_run, source=source)))
         return output.report(answers, args.output)
 
