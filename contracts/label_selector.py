@@ -7,7 +7,8 @@
 
 Requirements are ANDed; an empty selector selects everything. `key!=value` and `notin` also select objects
 without the key, as in Kubernetes. A selector that cannot be read raises SelectorError naming the place
-and what was expected there; keys and values are checked as Kubernetes checks label keys and values.
+and what was expected there; keys and values are checked as Kubernetes checks label keys and values
+(contracts/names.py).
 """
 
 from __future__ import annotations
@@ -17,14 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
+from contracts.names import label_value_problem, qualified_name_problem
 from contracts.objects import SelectorRequirement
 
 _SPECIAL = "!=(),<>"
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _INTEGER = re.compile(r"-?\d+")
-_NAME_MAX = 63
-_PREFIX_MAX = 253
 _OPERATORS = {"=": "In", "==": "In", "!=": "NotIn", "in": "In", "notin": "NotIn", ">": "Gt", "<": "Lt"}
 
 
@@ -164,18 +162,10 @@ def _key(text: str, tokens: list[_Token], position: int) -> str:
     token = tokens[position]
     if token.special or token.text in ("in", "notin"):
         _fail(text, token, "expected a label key")
-    prefix, slash, name = token.text.rpartition("/")
-    if slash and not (0 < len(prefix) <= _PREFIX_MAX and _DNS_SUBDOMAIN.fullmatch(prefix)):
-        _fail(text, token, "a key's prefix must be a DNS subdomain (lowercase, at most 253 characters)")
-    if not (len(name) <= _NAME_MAX and _NAME.fullmatch(name)):
-        _fail(text, token, _NAME_RULE.format(what="a key's name"))
+    problem = qualified_name_problem(token.text)
+    if problem:
+        _fail(text, token, f"a label key: {problem}")
     return token.text
-
-
-_NAME_RULE = (
-    "{what} must be at most 63 characters of letters, digits, '-', '_' and '.', starting and ending "
-    "with a letter or digit"
-)
 
 
 def _value(
@@ -188,8 +178,9 @@ def _value(
         _fail(text, token, "expected an integer" if integer else "expected a value")
     if integer and not _INTEGER.fullmatch(token.text):
         _fail(text, token, "expected an integer")
-    if not integer and not (len(token.text) <= _NAME_MAX and _NAME.fullmatch(token.text)):
-        _fail(text, token, _NAME_RULE.format(what="a value"))
+    problem = None if integer else label_value_problem(token.text)
+    if problem:
+        _fail(text, token, f"a label value: {problem}")
     return token.text
 
 

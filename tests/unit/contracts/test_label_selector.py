@@ -76,10 +76,10 @@ REFUSED = [
     ("a>x", "at 'x' (character 3): expected an integer"),
     ("a>", "at the end: expected an integer"),
     ("a=b=c", "at '=' (character 4): expected ',' between requirements"),
-    ("Bad_/x=1", "at 'Bad_/x' (character 1): a key's prefix must be a DNS subdomain"),
-    ("-a", "at '-a' (character 1): a key's name must be at most 63 characters"),
-    ("a=-b", "at '-b' (character 3): a value must be at most 63 characters"),
-    ("a=" + "v" * 64, "a value must be at most 63 characters"),
+    ("Bad_/x=1", "at 'Bad_/x' (character 1): a label key: prefix part 'Bad_' is not a lowercase RFC 1123"),
+    ("-a", "at '-a' (character 1): a label key: '-a' is not a qualified name"),
+    ("a=-b", "at '-b' (character 3): a label value: '-b' is not a label value"),
+    ("a=" + "v" * 64, "a label value: must be no more than 63 characters, got 64"),
 ]
 
 
