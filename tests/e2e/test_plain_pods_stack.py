@@ -39,7 +39,7 @@ def test_a_plain_pod_gets_its_own_podgroup_runs_and_is_deleted(stack) -> None:
     wait(stack, "pod", "hello", "Succeeded")
     pod = lahar_json(stack, "get", "pod", "hello")
     group = pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
-    assert group == f"podgroup-{pod['meta']['uid']}"
+    assert group == f"podgroup-{pod['metadata']['uid']}"
     assert stack.lahar("logs", "hello").stdout == "hello from a plain pod\n"
 
     history = lahar_json(stack, "events", "hello")
