@@ -4,6 +4,9 @@ Events too) reading the read model and the event log."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import signal
 import time
 from dataclasses import replace
 
@@ -146,3 +149,29 @@ async def test_describe_and_job_view_say_why_a_job_waits(cli: Cli, bus: Bus, etc
     assert code == 1 and 'job "ghost" not found' in err
     code, _, err = await cli("describe", "priorityclass", "high")
     assert code == 2 and "priorityclass is not described" in err
+
+
+async def test_a_watch_with_a_selector_follows_what_matches(cli: Cli, etcd: Etcd) -> None:
+    await store(etcd, job("serve", {"team": "x"}, "Pending"), seq=1)
+    await store(etcd, job("train", {"team": "y"}, "Pending"), seq=2)
+    proc = await cli.start("get", "jobs", "-w", "-l", "team=x", "-o", "json")
+    assert proc.stdout is not None
+
+    async def next_change() -> tuple[str, str, str]:
+        change = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+        obj = change["object"]
+        return change["type"], obj["metadata"]["name"], obj["status"]["state"]["phase"]
+
+    try:
+        assert await next_change() == ("ADDED", "serve", "Pending")
+        await store(etcd, job("train", {"team": "y"}, "Running"), seq=3)  # not selected: nothing shown
+        await store(etcd, job("serve", {"team": "x"}, "Running"), seq=4)
+        assert await next_change() == ("MODIFIED", "serve", "Running")
+        await store(etcd, job("serve", {"team": "z"}, "Running"), seq=5)  # no longer selected
+        assert await next_change() == ("DELETED", "serve", "Running")
+        await store(etcd, job("train", {"team": "x"}, "Running"), seq=6)  # selected from now on
+        assert await next_change() == ("ADDED", "train", "Running")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(proc.wait(), 30)
+    assert code == 0
