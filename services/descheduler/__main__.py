@@ -1,6 +1,6 @@
 """python -m services.descheduler --policy-config-file FILE --nats-url URL --etcd-endpoint HOST:PORT
 [--descheduling-interval 10m | --descheduling-interval 0 --descheduling-interval-cron-expression EXPR]
-[--dry-run true] ..."""
+[--dry-run] ..."""
 
 from __future__ import annotations
 

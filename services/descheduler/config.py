@@ -19,8 +19,9 @@ DEFAULT_INTERVAL = "10m"  # Volcano's descheduler runs every 10 minutes unless t
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DeschedulerConfig(RunnerConfig):
-    """lahar descheduler: evicts pods from overloaded (or underused) nodes by its policy, through the
-    binder. Durations are Go's (60s, 10m, 1h30m), as Volcano's flags take them."""
+    """lahar descheduler: evicts pods from overloaded or underused nodes by its policy, via the binder.
+
+    Durations are Go's (60s, 10m, 1h30m), as Volcano's flags take them."""
 
     policy_config_file: str  # a descheduler/v1alpha2 DeschedulerPolicy (Volcano's --policy-config-file)
     descheduling_interval: str = DEFAULT_INTERVAL  # a Go duration; 0: run on the cron expression
