@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from builders import node, pod, podgroup, priority_class, res
+from support.builders import node, pod, podgroup, priority_class, res
 
 from contracts.objects import Node, PriorityClass, Toleration
 from contracts.resources import Resources
