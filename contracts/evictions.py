@@ -9,8 +9,9 @@ from __future__ import annotations
 PREEMPT = "preempt"  # the scheduler's preempt action
 RECLAIM = "reclaim"  # the scheduler's reclaim action
 DESCHEDULE = "deschedule"  # the descheduler's balance plugins
-# evictions that are the cluster's decision, not the job's fault (docs/deviations.md, Volcano issue #2560)
-SCHEDULING_DECISIONS = frozenset({PREEMPT, RECLAIM, DESCHEDULE})
+# evictions the job's retry budget forgives through a `*` policy (Volcano issue #2560): the scheduler's
+# own preempt and reclaim. A descheduled pod counts like any other eviction (the job-controller's rule)
+SCHEDULING_DECISIONS = frozenset({PREEMPT, RECLAIM})
 
 
 def eviction_cause(reason: str) -> str:

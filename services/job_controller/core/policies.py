@@ -28,11 +28,11 @@ Volcano's edge cases, and the rules chosen here:
   it kills (issues #4814 / PR #4815: RestartTask on PodEvicted restarted itself until maxRetry).
 - Finished jobs (Completed, Failed, Terminated) ignore policy events and commands (issue #3967).
 - Evictions and the retry budget (issue #2560): a restart caused by a PodEvicted whose reason is
-  preempt, reclaim or deschedule (contracts/evictions.py) — the cluster's decision, not the job's
-  fault — counts against maxRetry only when the policy that matched names PodEvicted itself; matched
-  through `*` it restarts without consuming a retry.
-  Without a PodEvicted policy an evicted pod is simply created again (reconcile's plain path), which never
-  counts. Evictions for other reasons (node lost, stopped by hand) count like failures.
+  preempt or reclaim (contracts/evictions.py) — the scheduler's decision, not the job's fault — counts
+  against maxRetry only when the policy that matched names PodEvicted itself; matched through `*` it
+  restarts without consuming a retry. Without a PodEvicted policy an evicted pod is simply created again
+  (reconcile's plain path), which never counts. Evictions for other reasons (node lost, stopped by hand,
+  descheduled) count like failures.
 - Delayed actions: a PodFailed or PodEvicted one is cancelled when a pod of that name runs (it
   recovered); a PodPending one when its pod generation leaves Pending, is stopped or replaced; a second
   delayed action with the same action for the same pod is not added.
