@@ -25,7 +25,7 @@ from contracts.events import DESCHEDULER
 from services.descheduler.config import DeschedulerConfig
 from services.descheduler.core.core import DeschedulerCore
 from services.descheduler.core.plan import DeschedulingResult, plan_evictions
-from services.descheduler.core.policy import LOAD_AWARE, DeschedulerPolicy
+from services.descheduler.core.policy import LAHAR_METRICS, LOAD_AWARE, DeschedulerPolicy
 from services.descheduler.core.usage import NodeLoad
 from services.descheduler.metrics import DeschedulerMetrics
 from services.descheduler.usage_sources import SupportsLatest, UsageSource, UsageUnavailable, source_for
@@ -38,6 +38,8 @@ from shared.runner import EventSourcedService
 from shared.service import connect_bus, connect_etcd
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
+from shared.usage.book import UsageBook
+from shared.usage.subscriber import follow_usage
 
 log = structlog.get_logger(__name__)
 
@@ -69,6 +71,11 @@ class DeschedulerService(EventSourcedService[Any]):
         self.config: DeschedulerConfig = config
         self.policy = policy or config.policy()
         sources = self.policy.metrics_sources()
+        # the node agents' samples, followed on the bus (follow_usage) when the policy reads them and no
+        # reader is given
+        self.usage_book: UsageBook | None = None
+        if usage is None and lahar_reader is None and any(m.type == LAHAR_METRICS for m in sources):
+            self.usage_book = lahar_reader = UsageBook()
         # the usage LoadAware reads: given, or the one its policy names
         self.usage = usage or (source_for(sources[0], lahar_reader) if sources else None)
         if self.usage is None and self.policy.uses(LOAD_AWARE):
@@ -79,7 +86,9 @@ class DeschedulerService(EventSourcedService[Any]):
         self._running = False
 
     def extra_tasks(self) -> list[Coroutine[Any, Any, None]]:
-        return [self._loop()]
+        if self.usage_book is None:
+            return [self._loop()]
+        return [self._loop(), follow_usage(self.bus.nc, self.usage_book, self.clock, self.stopping)]
 
     def health(self) -> dict[str, Any]:
         return {

@@ -7,7 +7,10 @@ usage of each node with its age (services/descheduler/core/usage.py). Two kinds,
   1 - MemAvailable / MemTotal averaged over `duration`, each a fraction of the node's capacity. One query
   per resource for every node at once. Prometheus has no per-pod series for lahar's pods (Volcano asks
   cAdvisor's), so a pod's use is taken to be its requests.
-- `Lahar`: the node agents' own usage samples, through any reader with `latest(node)`.
+- `Lahar`: the node agents' own usage samples, through any reader with `latest(node)`: the service keeps
+  a UsageBook fed by the usage subjects (shared/usage/, docs/usage.md). LoadAware reads the samples'
+  window averages, over the agents' `--usage-window-s` (2m by default) rather than the policy's
+  `duration`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import structlog
 
 from contracts.objects import Node
 from contracts.resources import CPU, MEMORY, Resources
+from contracts.usage import NodeUsage
 from services.descheduler.core.policy import LAHAR_METRICS, PROMETHEUS, MetricsSource
 from services.descheduler.core.usage import NodeLoad
 
@@ -124,21 +128,23 @@ class SupportsLatest(Protocol):
     def latest(self, node: str) -> Any: ...
 
 
-def sample_load(sample: Any, now: float) -> NodeLoad:
-    """A node agent's usage sample as a NodeLoad: its window averages of cpu (millicores) and memory
-    (bytes), its time, and its pods' averages where it has them (`pods`: pod key -> an object with the
-    same two fields)."""
+def sample_load(sample: NodeUsage, now: float, age_s: float | None = None) -> NodeLoad:
+    """A node agent's usage sample (contracts/usage.py) as a NodeLoad: its window averages of cpu
+    (millicores) and memory (bytes) and its pods' averages; its age as the reader measured it (from when
+    the sample arrived, on the reader's clock), else from the sample's own time."""
     used = Resources({CPU: int(sample.cpu_avg_milli), MEMORY: int(sample.memory_avg_bytes) * 1000})
     pods = {
-        key: Resources({CPU: int(p.cpu_avg_milli), MEMORY: int(p.memory_avg_bytes) * 1000})
-        for key, p in (getattr(sample, "pods", None) or {}).items()
+        p.pod: Resources({CPU: int(p.cpu_avg_milli), MEMORY: int(p.memory_avg_bytes) * 1000})
+        for p in sample.pods
     }
-    return NodeLoad(used, age_s=max(0.0, now - float(sample.time)), pods=pods)
+    age = max(0.0, now - float(sample.time)) if age_s is None else age_s
+    return NodeLoad(used, age_s=age, pods=pods)
 
 
 class LaharUsage:
     """The node agents' own samples, read through `reader.latest(node)` (None: no sample of that node),
-    each turned into a NodeLoad by `convert(sample, now)` (default: sample_load)."""
+    each turned into a NodeLoad by `convert(sample, now)` (default: sample_load, with the reader's age
+    of the sample when it tells one: shared/usage/book.py's UsageBook does)."""
 
     def __init__(
         self, reader: SupportsLatest, convert: Callable[[Any, float], NodeLoad] = sample_load
@@ -148,10 +154,12 @@ class LaharUsage:
 
     async def node_loads(self, nodes: Sequence[Node], duration_s: float, now: float) -> dict[str, NodeLoad]:
         loads = {}
+        age = getattr(self.reader, "age", None) if self.convert is sample_load else None
         for node in nodes:
-            sample = self.reader.latest(node.meta.name)
+            name = node.meta.name
+            sample = self.reader.latest(name)
             if sample is not None:
-                loads[node.meta.name] = self.convert(sample, now)
+                loads[name] = sample_load(sample, now, age(name, now)) if age else self.convert(sample, now)
         return loads
 
 

@@ -234,7 +234,7 @@ def permissions(identity: Identity, public_key: str) -> Permissions:
         # writes no event: its evictions are plans, committed by the binder
         return Permissions(
             publish=(*_log_writer(role, producer), plan_subject(producer), *_stream_info(PLANS_STREAM)),
-            subscribe=(inbox,),
+            subscribe=(inbox, USAGE_FILTER),  # LoadAware with metrics type Lahar: the agents' samples
         )
     if role == BINDER:
         return Permissions(

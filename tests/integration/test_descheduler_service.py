@@ -1,10 +1,12 @@
 """The descheduler service against real nats-server and etcd, with a binder: an overloaded node's
 low-priority pods are evicted through the binder (PodEvicting with the descheduler's reason), the plain
-pod and the high-priority pod stay, nothing more is evicted once the node is below its targets, and a
-dry run evicts nothing."""
+pod and the high-priority pod stay, nothing more is evicted once the node is below its targets, a dry
+run evicts nothing, and with `metrics.type: Lahar` the service follows the node agents' usage samples
+on the bus itself."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from binder_stack import Stack, created, of_type, read_log, send_plan
 from support.builders import node, pod, podgroup, res
 from support.waiting import Eventually
 
+from contracts.usage import NodeUsage, PodUsage
 from services.descheduler.config import DeschedulerConfig
 from services.descheduler.core.usage import NodeLoad
 from services.descheduler.service import DeschedulerService
@@ -23,6 +26,7 @@ from services.scheduler.plans import PlanMessage
 from shared.bus.jetstream import Bus
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
+from shared.usage.wire import encoded_reports, usage_subject
 
 POLICY = """
 apiVersion: descheduler/v1alpha2
@@ -183,3 +187,63 @@ async def test_a_dry_run_lists_evictions_and_sends_none(
     )
     await stack.services[0].run_until_idle(30)  # the binder has handled every plan it got
     assert of_type(await read_log(bus), "PodEvicting") == []
+
+
+def agent_samples(te3_cpu_milli: int) -> list[NodeUsage]:
+    """What a node agent would publish for te1-te4: te3 busy, its low pods measured (window averages)."""
+
+    def sample(name: str, cpu: int, memory: int, pods: tuple[PodUsage, ...] = ()) -> NodeUsage:
+        return NodeUsage(
+            node=name,
+            time=time.time(),
+            cpu_milli=cpu,
+            memory_bytes=memory,
+            cpu_avg_milli=cpu,
+            memory_avg_bytes=memory,
+            window_s=120.0,
+            pods=pods,
+        )
+
+    low = tuple(
+        PodUsage(
+            pod=f"default/low-{i}",
+            cpu_milli=700,
+            memory_bytes=100 << 20,
+            cpu_avg_milli=700,
+            memory_avg_bytes=100 << 20,
+        )
+        for i in range(3)
+    )
+    others = [sample(f"te{i}", 200, 1 << 30) for i in (1, 2, 4)]
+    return [*others, sample("te3", te3_cpu_milli, 3 << 30, low)]
+
+
+@pytest.mark.slow
+async def test_with_metrics_type_lahar_it_reads_the_agents_samples_from_the_bus(
+    stack: Stack, bus: Bus, eventually: Eventually, tmp_path: Path
+) -> None:
+    await stack.binder()
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    service_bus, etcd = await Bus.connect(stack.nats.url), await Etcd.connect(*stack.etcd_server.endpoint)
+    stack.clients += [service_bus, etcd]
+    config = DeschedulerConfig(
+        policy_config_file=str(policy), descheduling_interval="1h", checkpoint_every_s=3600.0, dry_run=True
+    )
+    service = DeschedulerService(service_bus, etcd, config, registry=Registry(), tracer=stack.tracer)
+    await stack._start(service)
+    await seed(bus, eventually)
+    await service.run_until_idle(30)
+    book = service.usage_book
+    assert book is not None  # the policy reads lahar's samples and none were handed to it
+
+    async def te3_heard() -> bool:
+        for message in encoded_reports("rack-1", 10.0, agent_samples(4000)):
+            await bus.nc.publish(usage_subject("rack-1"), message)
+        await bus.nc.flush()
+        sample = book.latest("te3")
+        return sample is not None and sample.cpu_avg_milli == 4000
+
+    await eventually(te3_heard, what="the agents' samples in the descheduler's book")
+    result = await service.deschedule()
+    assert [e.pod for e in result.evictions] == ["default/low-0", "default/low-1"]

@@ -107,9 +107,9 @@ def test_a_node_agent_publishes_only_under_its_own_agent_token() -> None:
     assert may_publish(agent_b, usage_subject("host.b"))
 
 
-def test_only_scheduler_replicas_hear_usage_samples_and_only_agents_send_them() -> None:
+def test_only_schedulers_and_the_descheduler_hear_usage_samples_and_only_agents_send_them() -> None:
     hearing = {i.user for i in EVERYONE if may_subscribe(i, USAGE_FILTER)}
-    assert hearing == {"scheduler-0", "scheduler-1"}
+    assert hearing == {"scheduler-0", "scheduler-1", "descheduler"}
     sending = {i.user for i in EVERYONE if may_publish(i, usage_subject("sim"))}
     assert sending == {"node-agent"}
 
