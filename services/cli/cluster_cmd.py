@@ -24,6 +24,7 @@ from pathlib import Path
 from contracts.codec import DecodeError
 from contracts.objects import Job, Pod
 from contracts.parse import duration_seconds
+from services.admission.validate_cmd import add_validate_flag
 from services.cli import output
 from services.cli.stack.layout import StackState, lahar_home, process_alive
 from shared.client import LaharClient, LaharError, Unreachable
@@ -158,6 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     apply.add_argument("-f", "--filename", action="append", required=True, metavar="FILE", help="- for stdin")
     apply.add_argument("--dry-run", action="store_true", help="validate and default, write nothing")
     apply.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    add_validate_flag(apply)
     apply.set_defaults(handler=run_apply)
 
     get = command(sub, "get", "show objects from the read model (jobs, podgroups, pods, queues, nodes, ...)")
@@ -221,7 +223,8 @@ def run_apply(args: argparse.Namespace) -> int:
         answers = []
         for name, text in texts:
             source = "stdin" if name == "-" else name
-            answers.append((source, await client.apply(text, dry_run=args.dry_run, source=source)))
+            answer = await client.apply(text, dry_run=args.dry_run, source=source, validate=args.validate)
+            answers.append((source, answer))
         return output.report(answers, args.output)
 
     return run(args, body)
