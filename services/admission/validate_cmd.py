@@ -120,7 +120,15 @@ def load(
     return loaded, checked
 
 
-def validate_files(paths: Sequence[str], caps: PodCaps = DEFAULT_CAPS, validate: str = STRICT) -> Checked:
+def validate_files(
+    paths: Sequence[str], caps: PodCaps = DEFAULT_CAPS, validate: str = STRICT
+) -> tuple[int, list[FieldError]]:
+    """(number of documents, every error); check_files also gives the warnings."""
+    checked = check_files(paths, caps, validate)
+    return checked.count, checked.errors
+
+
+def check_files(paths: Sequence[str], caps: PodCaps = DEFAULT_CAPS, validate: str = STRICT) -> Checked:
     loaded, checked = load(paths, caps, validate)
     context = context_from_objects(obj for _, obj in loaded)
     for document, obj in loaded:
@@ -136,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     for problem in caps.problems():
         print(f"lahar validate: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    checked = validate_files(args.filename, caps, args.validate)
+    checked = check_files(args.filename, caps, args.validate)
     count, errors = checked.count, checked.errors
     for warning in checked.warnings:  # kubectl's form of a server's warning
         print(f"Warning: {warning}", file=sys.stderr)

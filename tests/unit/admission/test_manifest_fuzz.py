@@ -54,8 +54,7 @@ def test_mutated_manifests_are_accepted_or_refused_at_a_field_by_validate(manife
     def check(mutant: Mutant) -> None:
         manifest_file.write_bytes(mutant.data)
         with within(HANG_S, mutant):
-            checked = validate_files([str(manifest_file)])
-        count, errors = checked.count, checked.errors
+            count, errors = validate_files([str(manifest_file)])
         outcomes["refused" if errors else "accepted"] += 1
         assert not unnamed(as_dicts(errors), str(manifest_file)), (mutant, errors)
         if not errors:
@@ -112,8 +111,7 @@ def test_an_alias_bomb_in_a_file_is_measured_without_walking_every_path(manifest
     job = next(doc for doc in SEEDS if doc["kind"] == "Job" and doc["spec"].get("queue") == "default")
     manifest_file.write_text(yaml.safe_dump(job) + billion_laughs(9, 9))
     with within(HANG_S, "validate of an alias bomb"):
-        checked = validate_files([str(manifest_file)])
-    count, errors = checked.count, checked.errors
+        count, errors = validate_files([str(manifest_file)])
     # the bomb's keys are unknown fields, named without walking what they hold
     assert count == 0
     assert [(e.path, e.message) for e in errors] == [
