@@ -40,7 +40,7 @@ from contracts.parse_volcano import (
     parse_queue,
 )
 
-__all__ = ["duration_seconds", "load_documents", "load_files", "parse_object"]
+__all__ = ["SUPPORTED_KINDS", "duration_seconds", "load_documents", "load_files", "parse_object"]
 
 _PARSERS: Mapping[str, Callable[[Fields, ObjectMeta], ApiObject]] = {
     "Node": parse_node,
@@ -52,6 +52,7 @@ _PARSERS: Mapping[str, Callable[[Fields, ObjectMeta], ApiObject]] = {
     "Job": parse_job,
     "Command": parse_command,
 }
+SUPPORTED_KINDS = frozenset(_PARSERS)  # every kind a manifest may be
 
 
 def parse_object(doc: Mapping[str, object], document: str) -> ApiObject:

@@ -4,9 +4,11 @@
 is this machine's (cpu count, MemTotal of /proc/meminfo, 110 pods, the size of `--data-dir`'s file system
 as ephemeral-storage) unless `--node-cpu`, `--node-memory`, `--node-pods`, `--node-ephemeral-storage`
 say otherwise; its pods run as local processes under `--data-dir`. `--runtime sim` hosts `--sim-nodes`
-hollow nodes `<sim-prefix>-0..N-1` (32 cpu, 256Gi, 110 pods, 100Gi ephemeral-storage each by default)
-whose pods only pretend to run, for `--time-scale` times their simulated duration. Every node carries
-Kubernetes' well-known labels (node_labels.py).
+hollow nodes `<sim-prefix>-0..N-1` (32 cpu, 256Gi, 110 pods, 100Gi ephemeral-storage each by default),
+plus one hollow node per Node manifest of `--sim-nodes-file` (its labels, taints and allocatable, e.g.
+GPUs), whose pods only pretend to run, for `--time-scale` times their simulated duration. Every node
+carries Kubernetes' well-known labels (node_labels.py); `--node-labels key=value,...` adds one's own to
+the process node and to the `--sim-nodes` ones.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ import dataclasses
 import os
 import shutil
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 
+from contracts.errors import ManifestError
+from contracts.names import parse_label_flag
 from contracts.objects import Node, ObjectMeta, frozen_map
+from contracts.parse import load_files
 from contracts.resources import Resources, parse_quantity
 from services.node_agent.node_labels import node_labels
 from services.node_agent.runtime.sim import hollow_nodes
@@ -39,7 +45,9 @@ class NodeAgentConfig(RunnerConfig):
     node_memory: str = ""  # a quantity ("16Gi"); empty: this machine's MemTotal
     node_pods: int = 110
     node_ephemeral_storage: str = ""  # a quantity ("100Gi"); empty: the size of the data dir's file system
+    node_labels: str = ""  # key=value,... added to the process node and to the --sim-nodes ones
     sim_nodes: int = 10
+    sim_nodes_file: str = ""  # Node manifests, each hosted as a hollow node as it describes it
     sim_prefix: str = "sim"
     sim_cpu: str = "32"
     sim_memory: str = "256Gi"
@@ -71,9 +79,18 @@ class NodeAgentConfig(RunnerConfig):
                     parse_quantity(value)
                 except ValueError as exc:
                     problems.append(f"{name}: {exc}")
-        for name in ("node_pods", "sim_nodes", "sim_pods"):
+        for name in ("node_pods", "sim_pods"):
             if getattr(self, name) < 1:
                 problems.append(f"{name}: expected an integer >= 1, got {getattr(self, name)}")
+        # a nodes file may be all the hollow nodes there are
+        least = 0 if self.sim_nodes_file else 1
+        if self.sim_nodes < least:
+            problems.append(f"sim_nodes: expected an integer >= {least}, got {self.sim_nodes}")
+        problems.extend(f"node_labels: {problem}" for problem in parse_label_flag(self.node_labels)[1])
+        if self.runtime == "sim":
+            uniform = [f"{self.sim_prefix}-{i}" for i in range(self.sim_nodes)]
+            found = nodes_file_problems(self.sim_nodes_file, uniform)
+            problems.extend(f"sim_nodes_file: {problem}" for problem in found)
         if self.heartbeat_interval_s <= 0:
             interval = self.heartbeat_interval_s
             problems.append(f"heartbeat_interval_s: expected a positive number, got {interval}")
@@ -95,6 +112,7 @@ def local_node_name(config: NodeAgentConfig) -> str:
 
 
 def agent_nodes(config: NodeAgentConfig) -> tuple[Node, ...]:
+    labels = parse_label_flag(config.node_labels)[0]
     if config.runtime == "sim":
         allocatable = Resources.parse(
             {
@@ -104,7 +122,11 @@ def agent_nodes(config: NodeAgentConfig) -> tuple[Node, ...]:
                 EPHEMERAL_STORAGE: config.sim_ephemeral_storage,
             }
         )
-        return hollow_nodes(config.sim_nodes, allocatable, prefix=config.sim_prefix)
+        uniform = hollow_nodes(config.sim_nodes, allocatable, prefix=config.sim_prefix, labels=labels)
+        described = file_nodes(
+            config.sim_nodes_file, pods=config.sim_pods, ephemeral_storage=config.sim_ephemeral_storage
+        )
+        return uniform + described
     allocatable = Resources.parse(
         {
             "cpu": config.node_cpu or str(os.cpu_count() or 1),
@@ -114,8 +136,43 @@ def agent_nodes(config: NodeAgentConfig) -> tuple[Node, ...]:
         }
     )
     name = local_node_name(config)
-    meta = ObjectMeta(name=name, namespace="", labels=frozen_map(node_labels(name)))
+    meta = ObjectMeta(name=name, namespace="", labels=frozen_map(node_labels(name, labels)))
     return (Node(meta=meta, allocatable=allocatable, capacity=allocatable),)
+
+
+def file_nodes(path: str, *, pods: int = 110, ephemeral_storage: str = "100Gi") -> tuple[Node, ...]:
+    """The hollow nodes a `--sim-nodes-file` describes: each Node as written (labels, taints,
+    unschedulable, allocatable), with the well-known labels added and, where its allocatable leaves them
+    out, the hollow nodes' pod capacity and ephemeral-storage (a kubelet always reports both)."""
+    if not path:
+        return ()
+    defaults = Resources.parse({"pods": pods, EPHEMERAL_STORAGE: ephemeral_storage})
+    nodes = []
+    for obj in load_files([path]):
+        if not isinstance(obj, Node):
+            kind = type(obj).__name__
+            raise ValueError(f"{obj.meta.name or '?'}: expected only Node manifests, got a {kind}")
+        allocatable = Resources({**defaults, **obj.allocatable})
+        labels = frozen_map(node_labels(obj.meta.name, obj.meta.labels))
+        meta = dataclasses.replace(obj.meta, labels=labels)
+        nodes.append(dataclasses.replace(obj, meta=meta, allocatable=allocatable, capacity=allocatable))
+    return tuple(nodes)
+
+
+def nodes_file_problems(path: str, uniform: Sequence[str] = ()) -> list[str]:
+    """What is wrong with a `--sim-nodes-file`: it cannot be read or parsed, holds other kinds or no
+    Node at all, or names a node twice (itself, or one of the `uniform` hollow nodes beside it)."""
+    if not path:
+        return []
+    try:
+        hosted = file_nodes(path)
+    except (ManifestError, ValueError) as exc:
+        return [str(exc)]
+    if not hosted:
+        return ["no Node in the file"]
+    names = [node.meta.name for node in hosted] + list(uniform)
+    twice = sorted({name for name in names if names.count(name) > 1})
+    return [f"node {name!r} named twice (in the file, or as a --sim-nodes node)" for name in twice]
 
 
 def disk_bytes(directory: str) -> int:

@@ -17,14 +17,17 @@ from dataclasses import dataclass, field, replace
 
 from contracts import payloads
 from contracts.errors import FieldError
-from contracts.objects import ObjectMeta, Pod, PodGroup, PodStatus, Queue
+from contracts.objects import Node, ObjectMeta, Pod, PodGroup, PodStatus, Queue, frozen_map
 from contracts.parse import duration_seconds
 from contracts.payloads import named_node
 from services.job_controller.core.expand import GROUP_NAME, POD_GENERATION
+from services.node_agent.node_labels import well_known_labels
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.snapshot import ClusterSnapshot
 from services.simulator.jobs import SimJob
 from shared.runner_types import Event
+
+SIMULATED_ARCH = "x86_64"  # the machine of a simulated node, as platform.machine() names it: amd64
 
 SIM_DURATION = "lahar.dev/sim-duration"
 SIM_EXIT_CODE = "lahar.dev/sim-exit-code"
@@ -93,6 +96,14 @@ def annotation_errors(obj: object) -> list[FieldError]:
     return [FieldError(document, path, message) for path, message in found]
 
 
+def with_well_known_labels(node: Node) -> Node:
+    """A Node manifest as its kubelet would register it: with Kubernetes' well-known labels (hostname,
+    os, arch), which Volcano's examples select on, under those the manifest gives. The architecture is
+    amd64 unless the manifest says otherwise: a simulation must not depend on the machine it runs on."""
+    labels = {**well_known_labels(node.meta.name, SIMULATED_ARCH), **node.meta.labels}
+    return replace(node, meta=replace(node.meta, labels=frozen_map(labels)))
+
+
 @dataclass(slots=True)
 class World:
     static: list = field(default_factory=list)  # nodes, queues, priority classes, hypernodes
@@ -112,6 +123,8 @@ class World:
             self._put_pod(obj)
             if obj.status.phase == "Running" and obj.spec.node_name:
                 self._start(obj, now)
+        elif isinstance(obj, Node):
+            self.static.append(with_well_known_labels(obj))
         else:
             self.static.append(obj)
 

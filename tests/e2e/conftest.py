@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +51,9 @@ async def operator_bus(state: StackState, name: str) -> Bus:
     )
 
 
-def start_stack(home: Path, *args: str) -> Stack:
+def start_stack(home: Path, *args: str, env: Mapping[str, str] | None = None) -> Stack:
+    """The stack `lahar up -d ARGS` starts; `env` adds to the environment every process inherits (the
+    services' LAHAR_* settings)."""
     with (home / "supervisor.log").open("ab") as log:
         supervisor = subprocess.Popen(
             [sys.executable, "-m", "services.cli.stack", "--home", str(home), *args],
@@ -59,6 +61,7 @@ def start_stack(home: Path, *args: str) -> Stack:
             stderr=log,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:

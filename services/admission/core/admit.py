@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from contracts.errors import FieldError
+from contracts.names import dns_label_problem, dns_subdomain_problem, metadata_problems
 from contracts.objects import (
     CLUSTER_SCOPED,
     ApiObject,
@@ -26,7 +27,6 @@ from services.admission.core.implicit_podgroup import GROUP_NAME, podgroup_for_p
 from services.admission.core.job_rules import validate_job
 from services.admission.core.job_update import validate_job_update
 from services.admission.core.mutate import mutate_job, mutate_podgroup, mutate_queue
-from services.admission.core.names import dns_label_problem, dns_subdomain_problem, metadata_problems
 from services.admission.core.pod_rules import validate_pod
 from services.admission.core.podgroup_rules import validate_podgroup
 from services.admission.core.priority_rules import validate_priority_class

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from contracts.errors import FieldError
+from contracts.names import qualified_name_problem
 from contracts.objects import HyperNode, HyperNodeMember
 from contracts.parse_volcano import MEMBER_TYPES
-from services.admission.core.names import qualified_name_problem
 
 BRACKETS = (("(", ")", "parentheses"), ("[", "]", "square brackets"), ("{", "}", "curly braces"))
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contracts.errors import FieldError
+from contracts.names import LABEL_MAX, dns_subdomain_problem, qualified_name_problem
 from contracts.objects import Job, VolumeSpec
 from services.admission.core.context import ROOT_QUEUE, ClusterContext
-from services.admission.core.names import LABEL_MAX, dns_subdomain_problem, qualified_name_problem
 from services.admission.core.policy_rules import validate_policies
 from services.admission.core.task_rules import validate_tasks
 from services.admission.core.topology_rules import validate_network_topology

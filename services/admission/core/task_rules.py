@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contracts.errors import FieldError
+from contracts.names import LABEL_MAX, dns_label_problem, qualified_name_problem
 from contracts.objects import Job, TaskSpec
-from services.admission.core.names import LABEL_MAX, dns_label_problem, qualified_name_problem
 from services.admission.core.policy_rules import validate_policies
 from services.admission.core.template_rules import validate_pod_spec, validate_topology_policy
 from services.admission.core.topology_rules import validate_network_topology

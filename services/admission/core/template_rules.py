@@ -7,11 +7,11 @@ lahar runs a container's command (process runtime) or simulates it, so an image 
 from __future__ import annotations
 
 from contracts.errors import FieldError
+from contracts.names import dns_label_problem
 from contracts.objects import Container, PodSpec, PodTemplate
 from contracts.parse_fields import join_path
 from contracts.parse_volcano import TOPOLOGY_POLICIES
 from contracts.resources import CPU, MILLI, format_quantity
-from services.admission.core.names import dns_label_problem
 
 
 def _containers(spec: PodSpec, path: str) -> list[tuple[str, Container]]:

@@ -15,8 +15,8 @@ from typing import Any
 
 from contracts import payloads
 from contracts.errors import FieldError
+from contracts.names import dns_label_problem, dns_subdomain_problem
 from contracts.parse_fields import describe
-from services.admission.core.names import dns_label_problem, dns_subdomain_problem
 
 TENANT_KIND = "tenant"  # the subject kind of the registry's events
 # an nkey user's public key: "U" and 55 more base32 characters

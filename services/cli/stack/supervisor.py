@@ -79,18 +79,23 @@ def service_specs(
     *,
     standbys: bool = False,
     scheduler_conf: str = "",
-    node_size: tuple[str, ...] = (),
+    node_flags: tuple[str, ...] = (),
+    hollow: bool | None = None,
 ) -> list[ServiceSpec]:
     """Every service process of the stack, in start order. With standbys, a second instance of each
     leader-elected service (named <service>-2) campaigns in the same election: started after the first,
-    it follows the log as a hot standby and takes over when the leader resigns or its lease expires."""
+    it follows the log as a hot standby and takes over when the leader resigns or its lease expires.
+    `node_flags` go to the node agent as they are (node size and labels, a nodes file); `hollow` (default:
+    whether sim_nodes > 0) runs the sim runtime."""
+    hollow = bool(sim_nodes) if hollow is None else hollow
     # the agent id names its producer token, so its user may publish only under it
-    agent_id = SIM_AGENT if sim_nodes else node_name
+    agent_id = SIM_AGENT if hollow else node_name
     agent_dir = ("--data-dir", str(home / AGENT_DATA_DIR), "--agent-id", agent_id)
-    if sim_nodes:
-        agent_args: tuple[str, ...] = ("--runtime", "sim", "--sim-nodes", str(sim_nodes), *agent_dir)
+    if hollow:
+        sim = ("--runtime", "sim", "--sim-nodes", str(sim_nodes))
+        agent_args: tuple[str, ...] = (*sim, *_hollow_flags(node_flags), *agent_dir)
     else:
-        agent_args = ("--runtime", "process", "--node-name", node_name, *node_size, *agent_dir)
+        agent_args = ("--runtime", "process", "--node-name", node_name, *node_flags, *agent_dir)
     agent = ServiceSpec(
         "node-agent",
         "services.node_agent",
@@ -129,6 +134,14 @@ def service_specs(
         secrets=SEALS_SECRETS,
     )
     return [admission, *elected, *schedulers, agent]
+
+
+def _hollow_flags(node_flags: tuple[str, ...]) -> tuple[str, ...]:
+    """Of the node flags, those hollow nodes take (labels, the nodes file): their size is the sim
+    runtime's, not this machine's."""
+    taken = ("--node-labels", "--sim-nodes-file")
+    pairs = zip(node_flags[::2], node_flags[1::2], strict=True)
+    return tuple(part for flag, value in pairs if flag in taken for part in (flag, value))
 
 
 def port_bindable(port: int) -> bool:

@@ -107,3 +107,27 @@ def metadata_problems(labels: Mapping[str, str], annotations: Mapping[str, str])
             )
         )
     return problems
+
+
+def parse_label_flag(text: str) -> tuple[dict[str, str], list[str]]:
+    """`key=value,key2=value2` as a command line gives node labels (kubelet's --node-labels form): the
+    labels, and a problem for every pair that is not one or whose key or value Kubernetes would refuse."""
+    labels: dict[str, str] = {}
+    problems = []
+    for pair in (part.strip() for part in text.split(",")):
+        if not pair:
+            continue
+        key, equals, value = pair.partition("=")
+        if not equals:
+            problems.append(f"{quote(pair)}: expected key=value")
+            continue
+        key_problem = qualified_name_problem(key)
+        if key_problem:
+            problems.append(f"{quote(pair)}: invalid label key: {key_problem}")
+        value_problem = label_value_problem(value)
+        if value_problem:
+            problems.append(f"{quote(pair)}: invalid label value: {value_problem}")
+        if key in labels and labels[key] != value:
+            problems.append(f"{quote(pair)}: label {quote(key)} given twice")
+        labels[key] = value
+    return labels, problems
