@@ -55,6 +55,7 @@ Shape: TypeAlias = "Mapping[str, Shape] | MapOf | _Opaque"
 # little more than a valid one
 _SUGGEST_MAX_KEY_CHARS = 64
 _SUGGEST_MAX_PER_DOCUMENT = 100
+_PREFIX_MIN_CHARS = 5  # a shorter key begins too many names to say which one was meant
 
 
 def obj(leaves: str = "", /, **fields: Shape) -> dict[str, Shape]:
@@ -108,13 +109,15 @@ def _unknown(key: str, shape: Mapping[str, Shape], found: list[FieldError]) -> s
 
 
 def suggestion(key: str, known: Iterable[str]) -> str | None:
-    """The known field name `key` most likely misspells, ignoring case: one within one edit (a letter
-    added, dropped, changed, or two swapped: "sepc", "resoures") for keys of up to 5 letters, within two
-    for longer ones; the nearest, the first in `known` among equals. None when nothing is that close."""
+    """The known field name `key` most likely misspells, ignoring case: the nearest within one edit (a
+    letter added, dropped, changed, or two swapped: "sepc", "resoures") for keys of up to 5 letters,
+    within two for longer ones, the first in `known` among equals; else, for a key of at least 5 letters,
+    the first name it begins ("priorityClass" for "priorityClassName"). None when nothing is that close."""
+    names = list(known)
     folded = key.casefold()
     limit = 1 if len(folded) <= 5 else 2
     best: str | None = None
-    for name in known:
+    for name in names:
         if abs(len(name) - len(folded)) > limit:
             continue
         distance = _edits(folded, name.casefold(), limit)
@@ -122,6 +125,8 @@ def suggestion(key: str, known: Iterable[str]) -> str | None:
             best, limit = name, distance - 1
             if limit < 0:
                 break
+    if best is None and len(folded) >= _PREFIX_MIN_CHARS:
+        best = next((name for name in names if name.casefold().startswith(folded)), None)
     return best
 
 

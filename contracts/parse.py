@@ -90,11 +90,12 @@ def load_documents(text: str, source: str) -> list[ApiObject]:
     return [obj for obj, _ in loaded]
 
 
-def load_files(paths: Sequence[str | Path]) -> list[ApiObject]:
+def load_files(paths: Sequence[str | Path], *, validate: str = STRICT) -> list[ApiObject]:
     """Every object in the given files, in order, with identity filled in where the manifests omit it:
     creationTimestamp becomes the object's position in the whole list (0.0, 1.0, ...), so Volcano's
     "creationTimestamp, then UID" order is document order, and uid becomes "<namespace>-<name>" (just the
-    name for cluster-scoped kinds)."""
+    name for cluster-scoped kinds). An unknown field is an error, unless `validate` is warn or ignore
+    (then it is passed over: the loaders return no warnings)."""
     errors: list[FieldError] = []
     loaded: list[tuple[ApiObject, bool]] = []
     for path in paths:
@@ -103,7 +104,7 @@ def load_files(paths: Sequence[str | Path]) -> list[ApiObject]:
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(FieldError(str(path), "", f"cannot read the file: {exc}"))
             continue
-        loaded.extend(_load_text(text, str(path), errors))
+        loaded.extend(_load_text(text, str(path), errors, validate))
     if errors:
         raise ManifestError(errors)
     return [_with_identity(obj, index, stamped) for index, (obj, stamped) in enumerate(loaded)]
@@ -220,8 +221,10 @@ def _documents(text: str, loader: type[yaml.SafeLoader]) -> Iterator[Any]:
     yield from yaml.load_all(text, Loader=loader)
 
 
-def _load_text(text: str, source: str, errors: list[FieldError]) -> list[tuple[ApiObject, bool]]:
-    loaded, problems = parse_documents(text, source)
+def _load_text(
+    text: str, source: str, errors: list[FieldError], validate: str = STRICT
+) -> list[tuple[ApiObject, bool]]:
+    loaded, problems = parse_documents(text, source, validate=validate)
     errors.extend(problems)
     return [(d.object, d.stamped) for d in loaded]
 
