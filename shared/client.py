@@ -28,8 +28,9 @@ import nats.js.errors
 from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, event_filter, logs_subject, parse_event_subject
+from shared.bus.subjects import CLUSTER_SCOPE, event_filter, logs_subject
 from shared.bus.tls_handshake import first_connection
+from shared.client_events import read_events
 from shared.client_reads import (
     API_KINDS,
     DELETED,
@@ -37,10 +38,10 @@ from shared.client_reads import (
     WAITABLE,
     Answer,
     HistoryEntry,
-    RawEvent,
     WaitResult,
     changed_object,
     decode_stored,
+    history_of,
     job_history,
     resolve_kind,
 )
@@ -334,35 +335,17 @@ class LaharClient:
 
     async def events(self, job: str, namespace: str = "default") -> builtins.list[HistoryEntry]:
         """The job's history: every event about it, its PodGroup, its pods and commands on it."""
-        raw = []
-        try:
-            await self.bus.jsm.stream_info(EVENTS_STREAM)
-        except nats.js.errors.NotFoundError:
-            return []  # nothing was ever written
-        async for record in self.bus.replay(EVENTS_STREAM, subject_filter=event_filter(None, namespace)):
-            try:
-                env, ref = record.envelope(), parse_event_subject(record.subject)
-                # the plain payload is decoded from its bytes when first read: here, where a payload
-                # that is not plain data (PayloadError) is skipped like any record that is not an event
-                payload = dict(env.payload)
-            except ValueError:  # not an event (EnvelopeError is one): the services skip it too
-                continue
-            raw.append(
-                RawEvent(
-                    record.seq,
-                    env.time,
-                    env.type,
-                    ref.kind,
-                    ref.namespace,
-                    ref.name,
-                    env.producer,
-                    env.id,
-                    env.correlation_id,
-                    env.causation_id,
-                    payload,
-                )
-            )
-        return job_history(raw, namespace, job)
+        return job_history(await read_events(self.bus, event_filter(None, namespace)), namespace, job)
+
+    async def object_events(
+        self, kind: str, name: str, namespace: str | None = None
+    ) -> builtins.list[HistoryEntry]:
+        """The events on one object's own subject (a job's: its whole history, as `events`)."""
+        resolved, scope = self._scope(kind, namespace)
+        if resolved == "job":
+            return await self.events(name, scope or "default")
+        subject_filter = event_filter(resolved, scope or CLUSTER_SCOPE, name=name)
+        return history_of(await read_events(self.bus, subject_filter))
 
     async def logs(
         self, pod: str, namespace: str = "default", *, container: str | None = None, follow: bool = False

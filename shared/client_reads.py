@@ -114,12 +114,20 @@ def job_history(events: Iterable[RawEvent], namespace: str, name: str) -> list[H
     """The events about one job, in log order: those correlated to it (its pods', its PodGroup's and
     commands on it) and those on its own subject, each with its cause named."""
     key = f"{namespace}/{name}"
+    return history_of(
+        event
+        for event in events
+        if (event.kind == "job" and event.namespace == namespace and event.name == name)
+        or event.correlation_id == key
+    )
+
+
+def history_of(events: Iterable[RawEvent]) -> list[HistoryEntry]:
+    """Events as a history, in the order given, each with its cause named (as "<type> <kind>/<name>" when
+    the cause is among the events before it)."""
     seen: dict[str, str] = {}
     history: list[HistoryEntry] = []
     for event in events:
-        own = event.kind == "job" and event.namespace == namespace and event.name == name
-        if not own and event.correlation_id != key:
-            continue
         history.append(
             HistoryEntry(
                 seq=event.seq,

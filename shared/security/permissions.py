@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from contracts.events import (
     ADMISSION,
     BINDER,
+    DESCHEDULER,
     EVENT_TYPES,
     JOB_CONTROLLER,
     NODE_AGENT,
@@ -69,7 +70,7 @@ from shared.bus.subjects import (
 ADMIN = "admin"  # the operator's client identity: every namespace, queue and cluster-scoped kind
 TENANT = "tenant"  # a client limited to its namespaces and queues (issued by `lahar tenant add`)
 PROVISIONER = "provisioner"  # creates and updates the streams; used by the supervisor only
-SERVICE_ROLES = (ADMISSION, JOB_CONTROLLER, QUEUE_CONTROLLER, SCHEDULER, BINDER, NODE_AGENT)
+SERVICE_ROLES = (ADMISSION, JOB_CONTROLLER, QUEUE_CONTROLLER, SCHEDULER, BINDER, NODE_AGENT, DESCHEDULER)
 ROLES = (*SERVICE_ROLES, ADMIN, TENANT, PROVISIONER)
 
 # The durable consumers of the work queues (services/admission/intake.py, services/binder/service.py).
@@ -223,6 +224,12 @@ def permissions(identity: Identity, public_key: str) -> Permissions:
     if role in (JOB_CONTROLLER, QUEUE_CONTROLLER):
         return Permissions(publish=_log_writer(role, producer), subscribe=(inbox,))
     if role == SCHEDULER:
+        return Permissions(
+            publish=(*_log_writer(role, producer), plan_subject(producer), *_stream_info(PLANS_STREAM)),
+            subscribe=(inbox,),
+        )
+    if role == DESCHEDULER:
+        # writes no event: its evictions are plans, committed by the binder
         return Permissions(
             publish=(*_log_writer(role, producer), plan_subject(producer), *_stream_info(PLANS_STREAM)),
             subscribe=(inbox,),

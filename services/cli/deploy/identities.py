@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contracts.events import ADMISSION, BINDER, JOB_CONTROLLER, NODE_AGENT, QUEUE_CONTROLLER, SCHEDULER
+from contracts.events import (
+    ADMISSION,
+    BINDER,
+    DESCHEDULER,
+    JOB_CONTROLLER,
+    NODE_AGENT,
+    QUEUE_CONTROLLER,
+    SCHEDULER,
+)
 from shared.security.permissions import ADMIN, PROVISIONER, Identity
 
 # the module a container runs -> the role of its user
@@ -24,6 +32,7 @@ ROLE_OF_MODULE: Mapping[str, str] = {
     "services.binder": BINDER,
     "services.scheduler": SCHEDULER,
     "services.node_agent": NODE_AGENT,
+    "services.descheduler": DESCHEDULER,
 }
 PROVISIONER_MODULE = "services.cli.deploy.provision"
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from contracts.events import ADMISSION, NODE_AGENT, SCHEDULER
+from contracts.events import ADMISSION, DESCHEDULER, NODE_AGENT, SCHEDULER
 from services.cli.stack.backoff import restart_delay
 from services.cli.stack.etcd_users import StackEtcdUsers, open_stack_etcd, provision_stack_etcd
 from services.cli.stack.identities import SIM_AGENT, StackCredentials, issue_credentials
@@ -81,12 +81,14 @@ def service_specs(
     scheduler_conf: str = "",
     node_flags: tuple[str, ...] = (),
     hollow: bool | None = None,
+    descheduler_args: tuple[str, ...] = (),
 ) -> list[ServiceSpec]:
     """Every service process of the stack, in start order. With standbys, a second instance of each
     leader-elected service (named <service>-2) campaigns in the same election: started after the first,
     it follows the log as a hot standby and takes over when the leader resigns or its lease expires.
     `node_flags` go to the node agent as they are (node size and labels, a nodes file); `hollow` (default:
-    whether sim_nodes > 0) runs the sim runtime."""
+    whether sim_nodes > 0) runs the sim runtime. `descheduler_args` (its policy file first, and the flags
+    it takes), when given, add the descheduler."""
     hollow = bool(sim_nodes) if hollow is None else hollow
     # the agent id names its producer token, so its user may publish only under it
     agent_id = SIM_AGENT if hollow else node_name
@@ -133,7 +135,15 @@ def service_specs(
         identity=Identity(ADMISSION, ADMISSION, ADMISSION),
         secrets=SEALS_SECRETS,
     )
-    return [admission, *elected, *schedulers, agent]
+    deschedulers = [
+        ServiceSpec(
+            DESCHEDULER,
+            "services.descheduler",
+            descheduler_args,
+            Identity(DESCHEDULER, DESCHEDULER, DESCHEDULER),
+        )
+    ]
+    return [admission, *elected, *schedulers, agent, *(deschedulers if descheduler_args else [])]
 
 
 def _hollow_flags(node_flags: tuple[str, ...]) -> tuple[str, ...]:

@@ -27,11 +27,12 @@ Volcano's edge cases, and the rules chosen here:
 - Pods the controller asked to stop raise nothing: a restart cannot trigger itself again through the pods
   it kills (issues #4814 / PR #4815: RestartTask on PodEvicted restarted itself until maxRetry).
 - Finished jobs (Completed, Failed, Terminated) ignore policy events and commands (issue #3967).
-- Evictions and the retry budget (issue #2560): a restart caused by a PodEvicted whose reason is preempt
-  or reclaim — the scheduler's decision, not the job's fault — counts against maxRetry only when the
-  policy that matched names PodEvicted itself; matched through `*` it restarts without consuming a retry.
-  Without a PodEvicted policy an evicted pod is simply created again (reconcile's plain path), which never
-  counts. Evictions for other reasons (node lost, stopped by hand) count like failures.
+- Evictions and the retry budget (issue #2560): a restart caused by a PodEvicted whose reason is
+  preempt or reclaim (contracts/evictions.py) — the scheduler's decision, not the job's fault — counts
+  against maxRetry only when the policy that matched names PodEvicted itself; matched through `*` it
+  restarts without consuming a retry. Without a PodEvicted policy an evicted pod is simply created again
+  (reconcile's plain path), which never counts. Evictions for other reasons (node lost, stopped by hand,
+  descheduled) count like failures.
 - Delayed actions: a PodFailed or PodEvicted one is cancelled when a pod of that name runs (it
   recovered); a PodPending one when its pod generation leaves Pending, is stopped or replaced; a second
   delayed action with the same action for the same pod is not added.
@@ -42,14 +43,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from contracts import payloads
+from contracts.evictions import SCHEDULING_DECISIONS, eviction_cause
 from contracts.objects import Job, LifecyclePolicy
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.state import JobRecord, Pending, PodRecord
 from shared.runner_types import Event
 
 ANY_EVENT = "*"
-# eviction reasons that are the scheduler's decision (its preempt and reclaim actions)
-SCHEDULER_EVICTIONS = frozenset({"preempt", "reclaim"})
 # events whose delayed action a pod that runs again cancels
 RECOVERABLE = frozenset({"PodFailed", "PodEvicted"})
 
@@ -115,7 +115,7 @@ def raise_event(
         pod=pod,
         index=of.index if of is not None else -1,
         retry=of.retry if of is not None else -1,
-        counted=not (event == "PodEvicted" and reason in SCHEDULER_EVICTIONS and not named),
+        counted=not (event == "PodEvicted" and eviction_cause(reason) in SCHEDULING_DECISIONS and not named),
     )
     record.pending = (*record.pending, entry)
 

@@ -22,8 +22,12 @@ ROOT = Path(__file__).resolve().parents[3]
 # lahar's own examples; Volcano's (examples/volcano/) are checked as a Volcano user applies them, in
 # tests/scenarios/test_volcano_examples.py
 VOLCANO = ROOT / "examples" / "volcano"
+# descheduler policies are no API objects: tests/unit/descheduler/test_desched_policy.py reads them
+DESCHEDULER = ROOT / "examples" / "descheduler"
 EXAMPLES = sorted(
-    p for p in (ROOT / "examples").rglob("*.yaml") if p.parent.name != "invalid" and VOLCANO not in p.parents
+    p
+    for p in (ROOT / "examples").rglob("*.yaml")
+    if p.parent.name != "invalid" and VOLCANO not in p.parents and DESCHEDULER not in p.parents
 )
 INVALID = sorted((ROOT / "examples" / "invalid").glob("*.yaml"))
 

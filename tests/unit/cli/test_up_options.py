@@ -90,3 +90,43 @@ def test_hollow_nodes_come_from_the_file_and_labels_reach_the_node_agent(tmp_pat
     assert agent.args[agent.args.index("--node-labels") + 1] == "zone=a"
     assert "--node-cpu" not in agent.args  # hollow nodes are sized by the sim runtime or the file
     assert forwarded(args)[-2:] == ["--sim-nodes-file", str(nodes.resolve())]
+
+
+POLICY = ROOT / "examples" / "descheduler" / "policy.yaml"
+
+
+def test_the_descheduler_runs_only_with_a_policy_and_its_problems_are_named(tmp_path: Path) -> None:
+    from services.cli.stack.up_options import descheduler_args
+
+    assert descheduler_args(parsed()) == ()
+    assert [s.name for s in service_specs(tmp_path, 0, "box", 1)].count("descheduler") == 0
+    bad = tmp_path / "policy.yaml"
+    bad.write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: [{name: p, pluginConfg: []}]\n"
+    )
+    problems = up_problems(parsed("--descheduler-policy", str(bad), "--descheduling-interval", "soon"))
+    assert any("profiles[0].pluginConfg" in p and 'did you mean "pluginConfig"' in p for p in problems), (
+        problems
+    )
+    assert any(p.startswith("--descheduling-interval:") for p in problems), problems
+    assert up_problems(parsed("--descheduler-dry-run")) == [
+        "--descheduling-interval and --descheduler-dry-run need --descheduler-policy"
+    ]
+    args = parsed(
+        "--descheduler-policy", str(POLICY), "--descheduling-interval", "60s", "--descheduler-dry-run"
+    )
+    assert up_problems(args) == []
+    (spec,) = [
+        s
+        for s in service_specs(tmp_path, 0, "box", 1, descheduler_args=descheduler_args(args))
+        if s.name == "descheduler"
+    ]
+    assert spec.module == "services.descheduler" and spec.identity is not None
+    assert spec.args == ("--policy-config-file", str(POLICY), "--descheduling-interval", "60s", "--dry-run")
+    assert forwarded(args)[-5:] == [
+        "--descheduler-policy",
+        str(POLICY),
+        "--descheduling-interval",
+        "60s",
+        "--descheduler-dry-run",
+    ]

@@ -319,6 +319,8 @@ EVICTION_CASES = [
     ("node lost through *", ("*",), ("PodLost", "NodeLost"), True, 1),
     ("stopped by hand through *", ("*",), ("PodTerminated", "Killed"), True, 1),
     ("descheduler through *", ("*",), ("PodEvicting", "descheduler"), True, 1),
+    ("descheduled through *", ("*",), ("PodEvicting", "deschedule: LoadAware: node n1 is hot"), True, 1),
+    ("preempt with a detail through *", ("*",), ("PodEvicting", "preempt: for a higher priority"), True, 0),
 ]
 
 
@@ -339,10 +341,14 @@ def test_evictions_by_the_scheduler_count_only_when_the_policy_names_them(
     assert log.status.retry_count == retries
 
 
-def test_evictions_without_a_policy_never_count() -> None:
+@pytest.mark.parametrize(
+    "reason", ["preempt", "deschedule: LoadAware: node n1 is above its targetThresholds"]
+)
+def test_evictions_without_a_policy_never_count(reason: str) -> None:
+    """The evicted pod is created again (its next generation) and placed again; nothing counts."""
     log = running(job(max_retry=1))
     for _ in range(3):
-        log.pod("PodEvicting", "train-worker-1", reason="preempt", plan="p")
+        log.pod("PodEvicting", "train-worker-1", reason=reason, plan="p")
         log.stopped("train-worker-1")
         log.settle()
         log.run("train-worker-1")

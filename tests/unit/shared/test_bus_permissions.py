@@ -13,6 +13,7 @@ import pytest
 from contracts.events import (
     ADMISSION,
     BINDER,
+    DESCHEDULER,
     EVENT_TYPES,
     JOB_CONTROLLER,
     NODE_AGENT,
@@ -64,6 +65,7 @@ SERVICES = [
     Identity("binder-2", BINDER, BINDER),
     Identity("scheduler-0", SCHEDULER, "scheduler-0"),
     Identity("scheduler-1", SCHEDULER, "scheduler-1"),
+    Identity("descheduler", DESCHEDULER, DESCHEDULER),
     Identity("node-agent", NODE_AGENT, f"{NODE_AGENT}.sim"),
     Identity("node-agent-b", NODE_AGENT, f"{NODE_AGENT}.host.b"),
 ]
@@ -131,6 +133,20 @@ def test_the_scheduler_may_publish_its_plans_and_no_event_nor_another_replicas_p
     assert not may_publish(scheduler, plan_subject("scheduler-1"))
     assert not may_publish(scheduler, event_subject("pod", "default", "p", "PodBound", BINDER))
     assert not may_publish(scheduler, event_subject("pod", "default", "p", "PodBound", "scheduler-0"))
+
+
+def test_the_descheduler_may_publish_its_plans_and_no_event() -> None:
+    """Its evictions are plans: the binder commits them (PodEvicting is the binder's)."""
+    descheduler = next(i for i in SERVICES if i.role == DESCHEDULER)
+    assert may_publish(descheduler, plan_subject(DESCHEDULER))
+    assert not may_publish(descheduler, plan_subject("scheduler-0"))
+    for event_type, writer in (
+        ("PodEvicting", BINDER),
+        ("PodEvicting", DESCHEDULER),
+        ("PodCreated", DESCHEDULER),
+    ):
+        assert not may_publish(descheduler, event_subject("pod", "default", "p", event_type, writer))
+    assert may_publish(descheduler, "$JS.API.STREAM.INFO.LAHAR_EVENTS")  # it follows the log
 
 
 def test_only_the_provisioner_changes_streams_and_nobody_may_direct_get() -> None:

@@ -34,6 +34,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from contracts.evictions import PREEMPT
 from services.scheduler.core.actions.common import (
     eligible_queue,
     eviction_candidates,
@@ -50,7 +51,7 @@ from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import PREEMPTABLE_STATUSES, TaskInfo, TaskStatus
 
-REASON = "preempt"
+REASON = PREEMPT
 
 Filter = Callable[[TaskInfo], bool]
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from contracts.evictions import RECLAIM
 from services.scheduler.core.actions.common import (
     eligible_queue,
     eviction_candidates,
@@ -35,7 +36,7 @@ from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
 
-REASON = "reclaim"
+REASON = RECLAIM
 
 
 class ReclaimAction(Action):

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from contracts.node_fit import HARD_EFFECTS, tolerated
 from contracts.objects import NodeSelectorTerm, SelectorRequirement, Taint, Toleration
 from services.scheduler.core.model.nodes import NodeTable
 
-HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
@@ -30,22 +30,6 @@ _NODE_NAME_FIELD = "metadata.name"
 
 def _parse_int(text: str) -> int | None:
     return int(text) if _INT64.match(text) else None
-
-
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """Kubernetes' Toleration.ToleratesTaint: an empty effect matches every effect, an empty key matches
-    every key (with Exists), Equal compares values."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator in ("", "Equal"):
-        return toleration.value == taint.value
-    return toleration.operator == "Exists"
-
-
-def tolerated(tolerations: Iterable[Toleration], taint: Taint) -> bool:
-    return any(tolerates(t, taint) for t in tolerations)
 
 
 class NodeIndex:

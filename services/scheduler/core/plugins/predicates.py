@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from contracts.node_fit import tolerated
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.plugin import NodeFailure, Plugin
-from services.scheduler.core.plugins.node_selectors import UNSCHEDULABLE_TAINT, NodeIndex, tolerated
+from services.scheduler.core.plugins.node_selectors import UNSCHEDULABLE_TAINT, NodeIndex
 
 if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
