@@ -25,6 +25,7 @@ import nats
 import nats.errors
 import nats.js.errors
 
+from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import CLUSTER_SCOPE, event_filter, logs_subject
@@ -154,16 +155,16 @@ class LaharClient:
     # --- writes (admission) ---------------------------------------------------------------------
 
     async def _request(
-        self, verb: str, data: bytes, *, dry_run: bool, request_id: str | None, source: str = ""
+        self, verb: str, data: bytes, *, dry_run: bool, request_id: str | None, **options: str
     ) -> Answer:
+        """options: more headers, each left out when empty (Lahar-Source, Lahar-Validate)."""
         limit = self.bus.nc.max_payload
         if len(data) > limit:
             raise LaharError(f"the request is {len(data)} bytes; the server takes at most {limit}")
         headers = {"Lahar-Request-Id": request_id or str(uuid.uuid4()), **trace_headers()}
         if dry_run:
             headers["Lahar-Dry-Run"] = "true"
-        if source:
-            headers["Lahar-Source"] = source
+        headers.update((name, value) for name, value in options.items() if value)
         try:
             reply = await self.bus.nc.request(
                 f"lahar.api.{verb}", data, timeout=self.request_timeout_s, headers=headers
@@ -175,12 +176,21 @@ class LaharClient:
         return Answer.of(json.loads(reply.data))
 
     async def apply(
-        self, text: str | bytes, *, dry_run: bool = False, request_id: str | None = None, source: str = ""
+        self,
+        text: str | bytes,
+        *,
+        dry_run: bool = False,
+        request_id: str | None = None,
+        source: str = "",
+        validate: str = STRICT,
     ) -> Answer:
         """Create or update every object of a manifest text (YAML or JSON, several documents), all or none.
-        source names the text in errors (e.g. its file name)."""
+        source names the text in errors (e.g. its file name); validate (strict, warn or ignore) says
+        what a field its kind's API does not know makes: an error, a warning in the answer, nothing."""
         data = text.encode() if isinstance(text, str) else text
-        return await self._request("apply", data, dry_run=dry_run, request_id=request_id, source=source)
+        # strict is admission's default: a request without the header is one any admission reads alike
+        options = {"Lahar-Source": source, "Lahar-Validate": "" if validate == STRICT else validate}
+        return await self._request("apply", data, dry_run=dry_run, request_id=request_id, **options)
 
     async def delete(
         self, kind: str, name: str, namespace: str = "default", *, dry_run: bool = False

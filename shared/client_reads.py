@@ -178,6 +178,7 @@ class Answer:
     objects: tuple[Mapping[str, str], ...]
     errors: tuple[Mapping[str, str], ...]
     seq: int
+    warnings: tuple[Mapping[str, str], ...] = ()  # unknown fields, when the apply asked for warnings
 
     @classmethod
     def of(cls, reply: Mapping[str, Any]) -> Answer:
@@ -188,6 +189,7 @@ class Answer:
             objects=tuple(reply.get("objects") or ()),
             errors=tuple(reply.get("errors") or ()),
             seq=int(reply.get("seq") or 0),
+            warnings=tuple(reply.get("warnings") or ()),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,6 +199,7 @@ class Answer:
             "dry_run": self.dry_run,
             "objects": [dict(o) for o in self.objects],
             "errors": [dict(e) for e in self.errors],
+            "warnings": [dict(w) for w in self.warnings],
             "seq": self.seq,
         }
 

@@ -25,6 +25,7 @@ from contracts.codec import DecodeError
 from contracts.label_selector import matches
 from contracts.objects import Job, Pod
 from contracts.parse import duration_seconds
+from services.admission.validate_cmd import add_validate_flag
 from services.cli import output, selection
 from services.cli.apply_lists import unpack_lists
 from services.cli.stack.layout import StackState, lahar_home, process_alive
@@ -162,6 +163,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     apply.add_argument("-f", "--filename", action="append", required=True, metavar="FILE", help="- for stdin")
     apply.add_argument("--dry-run", action="store_true", help="validate and default, write nothing")
     apply.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    add_validate_flag(apply)
     apply.set_defaults(handler=run_apply)
 
     get = command(sub, "get", "show objects from the read model (jobs, podgroups, pods, queues, nodes, ...)")
@@ -227,7 +229,8 @@ def run_apply(args: argparse.Namespace) -> int:
         for name, text in texts:
             source = "stdin" if name == "-" else name
             text = unpack_lists(text)
-            answers.append((source, await client.apply(text, dry_run=args.dry_run, source=source)))
+            answer = await client.apply(text, dry_run=args.dry_run, source=source, validate=args.validate)
+            answers.append((source, answer))
         return output.report(answers, args.output)
 
     return run(args, body)

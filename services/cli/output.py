@@ -181,12 +181,15 @@ def report(answers: list[tuple[str, Answer]], fmt: str) -> int:
         suffix = " (dry run)" if answer.dry_run else ""
         for obj in answer.objects if fmt == "text" else ():
             print(f"{obj['kind'].lower()}/{obj['name']} {obj['action']}{suffix}")
+        for warning in answer.warnings:  # kubectl's form of a server's warning
+            print(f"Warning: {_where(warning)}{warning['message']}", file=sys.stderr)
         for error in answer.errors:
-            where = (
-                f"{error['document']}: {error['path']}: " if error.get("path") else f"{error['document']}: "
-            )
-            print(f"error: {where}{error['message']}", file=sys.stderr)
+            print(f"error: {_where(error)}{error['message']}", file=sys.stderr)
     return EXIT_OK if accepted else EXIT_REFUSED
+
+
+def _where(error: Mapping[str, str]) -> str:
+    return f"{error['document']}: {error['path']}: " if error.get("path") else f"{error['document']}: "
 
 
 async def follow(
