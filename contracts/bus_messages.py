@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from contracts.payloads import PodGroupConditionPayload, RejectedField
+from contracts.payloads import EncodedObject, PodGroupConditionPayload, RejectedField
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -197,6 +197,15 @@ class ApiHeaders(Message, frozen=True, kw_only=True):
     tracestate: TraceState | UnsetType = UNSET
 
 
+class CreateRequest(Message, frozen=True, kw_only=True):
+    """lahar.api.create, JSON: the controllers' (and the operator's) create of one object."""
+
+    object: Annotated[
+        EncodedObject,
+        msgspec.Meta(description="the object to create, in contracts.codec's tagged encoding {kind, object}"),
+    ]
+
+
 class DeleteRequest(Message, frozen=True, kw_only=True):
     """lahar.api.delete, JSON."""
 
@@ -373,6 +382,7 @@ MESSAGES: dict[str, type[Message] | tuple[type[Message], ...]] = {
     "Heartbeat": Heartbeat,
     "IntakeHeaders": IntakeHeaders,
     "ApiHeaders": ApiHeaders,
+    "CreateRequest": CreateRequest,
     "DeleteRequest": DeleteRequest,
     "CommandRequest": CommandRequest,
     "TenantApplyRequest": TenantApplyRequest,
