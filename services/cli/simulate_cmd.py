@@ -11,7 +11,7 @@ import orjson
 import yaml
 
 from contracts.errors import ManifestError
-from contracts.parse import load_files
+from contracts.parse import duration_seconds, load_files
 from services.scheduler.core.conf import ConfError, default_conf, parse_conf
 from services.simulator.engine import simulate
 from services.simulator.report import build_report, render_table
@@ -36,6 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for tie-breaking (default 0)")
     p.add_argument(
         "--period", type=float, default=1.0, help="simulated schedule period in seconds (default 1)"
+    )
+    p.add_argument(
+        "--horizon",
+        default="1h",
+        metavar="DURATION",
+        help="simulated time after which CronJobs stop firing (every one is suspended), so that a run "
+        "with CronJobs ends (default 1h)",
     )
     p.add_argument(
         "--events", action="store_true", help="add the simulated event log to the report, in order"
@@ -63,6 +70,11 @@ def _progress_printer(enabled: bool):
 
 def run(args: argparse.Namespace) -> int:
     try:
+        horizon = duration_seconds(args.horizon)
+    except ValueError as exc:
+        print(f"lahar simulate: --horizon: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    try:
         objects = load_files([Path(f) for f in args.filename])
         problems = [error for obj in objects for error in annotation_errors(obj)]
         if problems:
@@ -83,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         period_s=args.period,
         progress=progress,
+        horizon_s=horizon,
     )
     if sys.stderr.isatty():
         print("\r", end="", file=sys.stderr)

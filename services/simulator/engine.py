@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from services.job_controller.core.workloads.state import WorkloadsState
 from services.scheduler.core.conf import SchedulerConf
 from services.scheduler.core.framework.plan import SessionResult
-from services.simulator.cluster import SimCluster
+from services.simulator.cluster import DEFAULT_HORIZON_S, SimCluster
 from services.simulator.log import SimLog
 from services.simulator.metrics import UsageRecorder
 from services.simulator.world import World
@@ -35,6 +36,7 @@ class SimulationRun:
     now: float = 0.0
     outcome: str = "cycles"  # cycles | idle | deadlock | unschedulable
     usage: UsageRecorder | None = None
+    workloads: WorkloadsState | None = None  # the CronJobs and JobFlows, as the job-controller saw them
 
 
 def stall_outcome(world: World) -> str:
@@ -59,8 +61,11 @@ def simulate(
     period_s: float = 1.0,
     max_cycles: int = 100_000,
     progress: ProgressFn | None = None,
+    horizon_s: float = DEFAULT_HORIZON_S,
 ) -> SimulationRun:
-    cluster = SimCluster(objects)
+    """horizon_s: when CronJobs stop firing (every CronJob is suspended then), so that a closed loop with
+    CronJobs ends."""
+    cluster = SimCluster(objects, horizon_s=horizon_s)
     world = cluster.world
     run = SimulationRun(world, cluster.log)
     run.usage = UsageRecorder(world)
@@ -95,4 +100,5 @@ def simulate(
         now = max(upcoming, now + period_s)
     run.now = now
     run.usage.finish(now)
+    run.workloads = cluster.controllers.workloads
     return run
