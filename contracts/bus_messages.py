@@ -175,6 +175,18 @@ class IntakeHeaders(Message, frozen=True, kw_only=True):
         Annotated[str, msgspec.Meta(description="a stable id per manifest: a retried publish is stored once")]
         | UnsetType
     ) = msgspec.field(default=UNSET, name="Nats-Msg-Id")
+    validate: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                description=(
+                    "strict (the default), warn or ignore (also true, false; kubectl's --validate): a field "
+                    "its kind's API does not know is an error, a warning (logged) or passed over"
+                )
+            ),
+        ]
+        | UnsetType
+    ) = msgspec.field(default=UNSET, name="Lahar-Validate")
     traceparent: TraceParent | UnsetType = UNSET
     tracestate: TraceState | UnsetType = UNSET
 
@@ -193,6 +205,18 @@ class ApiHeaders(Message, frozen=True, kw_only=True):
         Annotated[str, msgspec.Meta(description="names the manifest in errors (default: request)")]
         | UnsetType
     ) = msgspec.field(default=UNSET, name="Lahar-Source")
+    validate: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                description=(
+                    "strict (the default), warn or ignore (also true, false; kubectl's --validate): a field "
+                    "its kind's API does not know is an error, a warning (in the reply) or passed over"
+                )
+            ),
+        ]
+        | UnsetType
+    ) = msgspec.field(default=UNSET, name="Lahar-Validate")
     traceparent: TraceParent | UnsetType = UNSET
     tracestate: TraceState | UnsetType = UNSET
 
@@ -274,6 +298,10 @@ class ApiReply(Message, frozen=True, kw_only=True):
     dry_run: bool
     objects: tuple[ObjectOutcome, ...]
     errors: tuple[RejectedField, ...]
+    warnings: Annotated[
+        tuple[RejectedField, ...],
+        msgspec.Meta(description="apply with Lahar-Validate: warn: each field its kind's API does not know"),
+    ] = ()
     seq: Annotated[Count, msgspec.Meta(description="the log sequence of the last event written, 0: none")]
     tenants: Annotated[
         tuple[TenantApplyRequest, ...], msgspec.Meta(description="lahar.api.tenant.list's answer")

@@ -1,8 +1,10 @@
 """Kubernetes and Volcano manifests (YAML or JSON) to typed API objects.
 
 Everything wrong in a manifest is reported at once: `parse_object` and the loaders raise one
-`ManifestError` listing every problem, each with its document and field path. Unknown fields are ignored,
-as the Kubernetes API server does; defaulting that admission webhooks would do is left to admission.
+`ManifestError` listing every problem, each with its document and field path. `parse_object` reads the
+fields lahar uses and passes over the others; `parse_documents` (and so the loaders) also names every
+field the kind's API does not know (known_fields.py), as an error by default, as the Kubernetes API server
+does. Defaulting that admission webhooks would do is left to admission.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import orjson
 import yaml
 
 from contracts.errors import FieldError, ManifestError
+from contracts.known_fields import IGNORE, STRICT, VALIDATION_MODES, unknown_manifest_fields
 from contracts.limits import ECHO_MAX_CHARS, MAX_NESTING_DEPTH, clip, deeper_than
 from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, OLDER_API_VERSIONS, ApiObject, ObjectMeta
 from contracts.parse_core import (
@@ -91,11 +94,12 @@ def load_documents(text: str, source: str) -> list[ApiObject]:
     return [obj for obj, _ in loaded]
 
 
-def load_files(paths: Sequence[str | Path]) -> list[ApiObject]:
+def load_files(paths: Sequence[str | Path], *, validate: str = STRICT) -> list[ApiObject]:
     """Every object in the given files, in order, with identity filled in where the manifests omit it:
     creationTimestamp becomes the object's position in the whole list (0.0, 1.0, ...), so Volcano's
     "creationTimestamp, then UID" order is document order, and uid becomes "<namespace>-<name>" (just the
-    name for cluster-scoped kinds)."""
+    name for cluster-scoped kinds). An unknown field is an error, unless `validate` is warn or ignore
+    (then it is passed over: the loaders return no warnings)."""
     errors: list[FieldError] = []
     loaded: list[tuple[ApiObject, bool]] = []
     for path in paths:
@@ -104,7 +108,7 @@ def load_files(paths: Sequence[str | Path]) -> list[ApiObject]:
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(FieldError(str(path), "", f"cannot read the file: {exc}"))
             continue
-        loaded.extend(_load_text(text, str(path), errors))
+        loaded.extend(_load_text(text, str(path), errors, validate))
     if errors:
         raise ManifestError(errors)
     return [_with_identity(obj, index, stamped) for index, (obj, stamped) in enumerate(loaded)]
@@ -115,15 +119,27 @@ class ParsedDocument:
     name: str  # "jobs.yaml#2 (Job default/distcc)"
     object: ApiObject
     stamped: bool  # the manifest gave a creationTimestamp
+    warnings: tuple[FieldError, ...] = ()  # its unknown fields, when they are warnings (validate="warn")
 
 
 def parse_documents(
-    text: str, source: str, *, loader: type[yaml.SafeLoader] = yaml.SafeLoader
+    text: str,
+    source: str,
+    *,
+    loader: type[yaml.SafeLoader] = yaml.SafeLoader,
+    validate: str = STRICT,
 ) -> tuple[list[ParsedDocument], list[FieldError]]:
     """Every document of a multi-document text that parses, and every problem of those that do not, so
     that one broken document does not hide what is wrong with the others. `loader` lets a server refuse
     YAML features (aliases) that a file on a user's disk may use. Documents nested more than
-    MAX_NESTING_DEPTH levels deep are refused, whatever the loader."""
+    MAX_NESTING_DEPTH levels deep are refused, whatever the loader.
+
+    `validate` (known_fields.VALIDATION_MODES) says what a field the kind's API does not know makes:
+    strict, an error that refuses its document (listed before the document's other problems: a misspelt
+    field often explains them); warn, a warning in the document's `warnings` (a document refused for
+    other reasons has none); ignore, nothing."""
+    if validate not in VALIDATION_MODES:
+        raise ValueError(f"validate: expected one of {', '.join(VALIDATION_MODES)}, got {validate!r}")
     loaded: list[ParsedDocument] = []
     errors: list[FieldError] = []
     number = 0
@@ -136,10 +152,17 @@ def parse_documents(
             if deeper_than(doc):
                 errors.append(FieldError(name, "", _TOO_DEEP))
                 continue
+            unknown = [] if validate == IGNORE else unknown_manifest_fields(doc, name)
+            refused = validate == STRICT and unknown
+            if refused:
+                errors.extend(unknown)
             try:
-                loaded.append(ParsedDocument(name, parse_object(doc, name), _has_timestamp(doc)))
+                parsed = parse_object(doc, name)
             except ManifestError as exc:
                 errors.extend(exc.errors)
+                continue
+            if not refused:
+                loaded.append(ParsedDocument(name, parsed, _has_timestamp(doc), tuple(unknown)))
     except yaml.YAMLError as exc:
         # the stream cannot be read past a syntax error; what was parsed before it is still checked
         errors.append(FieldError(f"{source}#{number + 1}", "", _syntax_message(exc)))
@@ -202,8 +225,10 @@ def _documents(text: str, loader: type[yaml.SafeLoader]) -> Iterator[Any]:
     yield from yaml.load_all(text, Loader=loader)
 
 
-def _load_text(text: str, source: str, errors: list[FieldError]) -> list[tuple[ApiObject, bool]]:
-    loaded, problems = parse_documents(text, source)
+def _load_text(
+    text: str, source: str, errors: list[FieldError], validate: str = STRICT
+) -> list[tuple[ApiObject, bool]]:
+    loaded, problems = parse_documents(text, source, validate=validate)
     errors.extend(problems)
     return [(d.object, d.stamped) for d in loaded]
 

@@ -55,6 +55,8 @@ _DURATION_UNITS = {
 }
 _DURATION_PART = "(\\d+\\.?\\d*|\\.\\d+)(ns|us|µs|μs|ms|s|m|h)"
 _DURATION = re.compile(f"[-+]?(?:{_DURATION_PART})+")
+# a timestamp whose seconds have more fractional digits than a datetime holds (seven or more)
+_FINE_FRACTION = re.compile(r"(.*\d{2}:\d{2}:\d{2})(\.\d{7,})(.*)")
 
 
 # --- scalar conversions: each raises ValueError with "expected ..., got ..." -------------------------
@@ -149,17 +151,26 @@ def timestamp_seconds(value: object) -> float:
             raise ValueError(f"expected epoch seconds up to {MAX_EPOCH_SECONDS:.0f}, got {describe(value)}")
         return float(value)
     moment = value
+    beyond_micro = Decimal(0)
     if isinstance(value, str):
+        # datetime keeps microseconds only: finer digits (lahar writes every digit of its float
+        # timestamps, contracts/kube_values.py) are added back exactly
+        fine = _FINE_FRACTION.fullmatch(value)
+        text = value if fine is None else fine.group(1) + fine.group(3)
         try:
-            moment = datetime.fromisoformat(value)
+            moment = datetime.fromisoformat(text)
         except ValueError:
             moment = None
+        if fine is not None:
+            beyond_micro = Decimal(fine.group(2))
     if not isinstance(moment, datetime):
         raise ValueError(
             f"expected an RFC 3339 timestamp such as 2024-01-02T03:04:05Z, got {describe(value)}"
         )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    if beyond_micro:
+        return float(Decimal(int(moment.timestamp())) + beyond_micro)
     return moment.timestamp()
 
 

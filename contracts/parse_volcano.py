@@ -5,12 +5,17 @@ and cross-field validation are not (they belong to admission).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from contracts.objects import (
     Command,
     DependsOn,
     HyperNode,
     HyperNodeMember,
     Job,
+    JobCondition,
+    JobState,
+    JobStatus,
     LifecyclePolicy,
     NetworkTopologySpec,
     NodeGroupAffinity,
@@ -26,6 +31,7 @@ from contracts.objects import (
     SubGroupPolicy,
     TaskSpec,
     VolumeSpec,
+    frozen_map,
 )
 from contracts.parse_core import (
     parse_label_selector,
@@ -35,6 +41,7 @@ from contracts.parse_fields import (
     CONDITION_STATUSES,
     Fields,
     as_string_list,
+    describe,
 )
 
 NETWORK_TOPOLOGY_MODES = ("hard", "soft")
@@ -129,6 +136,58 @@ def _volume(volume: Fields) -> VolumeSpec:
     )
 
 
+def _job_condition(condition: Fields) -> JobCondition:
+    return JobCondition(
+        status=condition.string("status", required=True),
+        last_transition_time=condition.timestamp("lastTransitionTime"),
+    )
+
+
+def _task_state(value: object) -> Mapping[str, int]:
+    """Volcano's TaskState: {"phase": {"Running": 2, ...}}."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping, got {describe(value)}")
+    phases = value.get("phase")
+    if phases is None:
+        return frozen_map({})
+    if not isinstance(phases, Mapping):
+        raise ValueError(f"phase: expected a mapping, got {describe(phases)}")
+    counts = {}
+    for phase, count in phases.items():
+        if not isinstance(phase, str) or isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"phase: expected pod phase -> count (an integer >= 0), got {describe(phases)}")
+        counts[phase] = count
+    return frozen_map(counts)
+
+
+def _job_status(status: Fields) -> JobStatus:
+    """What the job-controller writes (`lahar get job -o yaml` prints it): read back so that an object
+    written out and read again is the same value. Admission ignores it (a job's status is its
+    controller's)."""
+    state = status.section("state")
+    return JobStatus(
+        state=JobState(
+            phase=state.string("phase", "Pending"),
+            reason=state.string("reason"),
+            message=state.string("message"),
+            last_transition_time=state.timestamp("lastTransitionTime"),
+        ),
+        min_available=status.integer("minAvailable", minimum=0),
+        task_status_count=status.map_of("taskStatusCount", _task_state),
+        pending=status.integer("pending", minimum=0),
+        running=status.integer("running", minimum=0),
+        succeeded=status.integer("succeeded", minimum=0),
+        failed=status.integer("failed", minimum=0),
+        terminating=status.integer("terminating", minimum=0),
+        unknown=status.integer("unknown", minimum=0),
+        version=status.integer("version", minimum=0),
+        retry_count=status.integer("retryCount", minimum=0),
+        running_duration=status.duration("runningDuration"),
+        controlled_resources=status.string_map("controlledResources"),
+        conditions=status.each("conditions", _job_condition),
+    )
+
+
 def parse_job(doc: Fields, meta: ObjectMeta) -> Job:
     spec = doc.section("spec")
     return Job(
@@ -146,6 +205,7 @@ def parse_job(doc: Fields, meta: ObjectMeta) -> Job:
         priority_class_name=spec.string("priorityClassName"),
         min_success=spec.optional_integer("minSuccess", minimum=1),
         network_topology=spec.optional("networkTopology", parse_network_topology),
+        status=_job_status(doc.section("status")),
     )
 
 

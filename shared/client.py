@@ -25,10 +25,12 @@ import nats
 import nats.errors
 import nats.js.errors
 
+from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, event_filter, logs_subject, parse_event_subject
+from shared.bus.subjects import CLUSTER_SCOPE, event_filter, logs_subject
 from shared.bus.tls_handshake import first_connection
+from shared.client_events import read_events
 from shared.client_reads import (
     API_KINDS,
     DELETED,
@@ -36,10 +38,10 @@ from shared.client_reads import (
     WAITABLE,
     Answer,
     HistoryEntry,
-    RawEvent,
     WaitResult,
     changed_object,
     decode_stored,
+    history_of,
     job_history,
     resolve_kind,
 )
@@ -153,16 +155,16 @@ class LaharClient:
     # --- writes (admission) ---------------------------------------------------------------------
 
     async def _request(
-        self, verb: str, data: bytes, *, dry_run: bool, request_id: str | None, source: str = ""
+        self, verb: str, data: bytes, *, dry_run: bool, request_id: str | None, **options: str
     ) -> Answer:
+        """options: more headers, each left out when empty (Lahar-Source, Lahar-Validate)."""
         limit = self.bus.nc.max_payload
         if len(data) > limit:
             raise LaharError(f"the request is {len(data)} bytes; the server takes at most {limit}")
         headers = {"Lahar-Request-Id": request_id or str(uuid.uuid4()), **trace_headers()}
         if dry_run:
             headers["Lahar-Dry-Run"] = "true"
-        if source:
-            headers["Lahar-Source"] = source
+        headers.update((name, value) for name, value in options.items() if value)
         try:
             reply = await self.bus.nc.request(
                 f"lahar.api.{verb}", data, timeout=self.request_timeout_s, headers=headers
@@ -174,12 +176,21 @@ class LaharClient:
         return Answer.of(json.loads(reply.data))
 
     async def apply(
-        self, text: str | bytes, *, dry_run: bool = False, request_id: str | None = None, source: str = ""
+        self,
+        text: str | bytes,
+        *,
+        dry_run: bool = False,
+        request_id: str | None = None,
+        source: str = "",
+        validate: str = STRICT,
     ) -> Answer:
         """Create or update every object of a manifest text (YAML or JSON, several documents), all or none.
-        source names the text in errors (e.g. its file name)."""
+        source names the text in errors (e.g. its file name); validate (strict, warn or ignore) says
+        what a field its kind's API does not know makes: an error, a warning in the answer, nothing."""
         data = text.encode() if isinstance(text, str) else text
-        return await self._request("apply", data, dry_run=dry_run, request_id=request_id, source=source)
+        # strict is admission's default: a request without the header is one any admission reads alike
+        options = {"Lahar-Source": source, "Lahar-Validate": "" if validate == STRICT else validate}
+        return await self._request("apply", data, dry_run=dry_run, request_id=request_id, **options)
 
     async def delete(
         self, kind: str, name: str, namespace: str = "default", *, dry_run: bool = False
@@ -324,35 +335,17 @@ class LaharClient:
 
     async def events(self, job: str, namespace: str = "default") -> builtins.list[HistoryEntry]:
         """The job's history: every event about it, its PodGroup, its pods and commands on it."""
-        raw = []
-        try:
-            await self.bus.jsm.stream_info(EVENTS_STREAM)
-        except nats.js.errors.NotFoundError:
-            return []  # nothing was ever written
-        async for record in self.bus.replay(EVENTS_STREAM, subject_filter=event_filter(None, namespace)):
-            try:
-                env, ref = record.envelope(), parse_event_subject(record.subject)
-                # the plain payload is decoded from its bytes when first read: here, where a payload
-                # that is not plain data (PayloadError) is skipped like any record that is not an event
-                payload = dict(env.payload)
-            except ValueError:  # not an event (EnvelopeError is one): the services skip it too
-                continue
-            raw.append(
-                RawEvent(
-                    record.seq,
-                    env.time,
-                    env.type,
-                    ref.kind,
-                    ref.namespace,
-                    ref.name,
-                    env.producer,
-                    env.id,
-                    env.correlation_id,
-                    env.causation_id,
-                    payload,
-                )
-            )
-        return job_history(raw, namespace, job)
+        return job_history(await read_events(self.bus, event_filter(None, namespace)), namespace, job)
+
+    async def object_events(
+        self, kind: str, name: str, namespace: str | None = None
+    ) -> builtins.list[HistoryEntry]:
+        """The events on one object's own subject (a job's: its whole history, as `events`)."""
+        resolved, scope = self._scope(kind, namespace)
+        if resolved == "job":
+            return await self.events(name, scope or "default")
+        subject_filter = event_filter(resolved, scope or CLUSTER_SCOPE, name=name)
+        return history_of(await read_events(self.bus, subject_filter))
 
     async def logs(
         self, pod: str, namespace: str = "default", *, container: str | None = None, follow: bool = False

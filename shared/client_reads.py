@@ -122,12 +122,20 @@ def job_history(events: Iterable[RawEvent], namespace: str, name: str) -> list[H
     """The events about one job, in log order: those correlated to it (its pods', its PodGroup's and
     commands on it) and those on its own subject, each with its cause named."""
     key = f"{namespace}/{name}"
+    return history_of(
+        event
+        for event in events
+        if (event.kind == "job" and event.namespace == namespace and event.name == name)
+        or event.correlation_id == key
+    )
+
+
+def history_of(events: Iterable[RawEvent]) -> list[HistoryEntry]:
+    """Events as a history, in the order given, each with its cause named (as "<type> <kind>/<name>" when
+    the cause is among the events before it)."""
     seen: dict[str, str] = {}
     history: list[HistoryEntry] = []
     for event in events:
-        own = event.kind == "job" and event.namespace == namespace and event.name == name
-        if not own and event.correlation_id != key:
-            continue
         history.append(
             HistoryEntry(
                 seq=event.seq,
@@ -178,6 +186,7 @@ class Answer:
     objects: tuple[Mapping[str, str], ...]
     errors: tuple[Mapping[str, str], ...]
     seq: int
+    warnings: tuple[Mapping[str, str], ...] = ()  # unknown fields, when the apply asked for warnings
 
     @classmethod
     def of(cls, reply: Mapping[str, Any]) -> Answer:
@@ -188,6 +197,7 @@ class Answer:
             objects=tuple(reply.get("objects") or ()),
             errors=tuple(reply.get("errors") or ()),
             seq=int(reply.get("seq") or 0),
+            warnings=tuple(reply.get("warnings") or ()),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,6 +207,7 @@ class Answer:
             "dry_run": self.dry_run,
             "objects": [dict(o) for o in self.objects],
             "errors": [dict(e) for e in self.errors],
+            "warnings": [dict(w) for w in self.warnings],
             "seq": self.seq,
         }
 

@@ -12,7 +12,9 @@
 
 Headers, all optional: `Lahar-Dry-Run: true` decides without writing; `Lahar-Request-Id` makes a retried
 request idempotent (event ids derive from it); `Lahar-Source` names the manifest in errors (a file name;
-default "request"); `traceparent` makes the request's span a child of the caller's.
+default "request"); `Lahar-Validate` (apply: strict, warn or ignore, kubectl's --validate) says whether
+a field its kind's API does not know is an error (strict, the default), a warning or passed over;
+`traceparent` makes the request's span a child of the caller's.
 
 - `lahar.api.tenant.apply|delete|list`: the tenant registry, the operator's only (tenant_api.py).
 
@@ -20,9 +22,10 @@ Every request is authorized by its caller's key, which the server writes into `N
 (core/authorize.py): a tenant may act only in its namespaces and queues, the operator everywhere.
 
 Every reply is JSON {"accepted", "code", "dry_run", "objects": [{kind, namespace, name, action}],
-"errors": [{document, path, message}], "seq"}; code is one of ok, invalid, forbidden, conflict,
-unavailable, error. A refused request writes nothing. A reply lists as many errors as fit the bus's max
-payload (core/rejection_size.py), so every request is answered, however much was wrong with it.
+"errors": [{document, path, message}], "warnings": [the same], "seq"}; code is one of ok, invalid,
+forbidden, conflict, unavailable, error. A refused request writes nothing. A reply lists as many errors
+as fit the bus's max payload (core/rejection_size.py), so every request is answered, however much was
+wrong with it.
 """
 
 from __future__ import annotations
@@ -51,15 +54,8 @@ from services.admission.core.command_rules import ACTIONS_BY_KIND
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import COMMAND, CREATE, DELETE, UPDATE, Request
 from services.admission.core.rejection_size import fit_errors
-from services.admission.intake import (
-    HEADERS_ALLOWANCE,
-    Conflict,
-    Invalid,
-    Unavailable,
-    apply_requests,
-    parse_manifests,
-    too_large_to_write,
-)
+from services.admission.intake import HEADERS_ALLOWANCE, Conflict, Unavailable, too_large_to_write
+from services.admission.manifests import Invalid, apply_requests, parse_manifests, validate_mode
 from services.admission.port import AdmissionPort
 from services.admission.tenant_api import TENANT_VERBS, answer_tenant
 from shared.bus.errors import BusError
@@ -193,11 +189,13 @@ def reply(
     dry_run: bool,
     seq: int = 0,
     errors: Sequence[FieldError] = (),
+    warnings: Sequence[FieldError] = (),
     max_bytes: int | None = None,
     source: str = REQUEST,
 ) -> dict[str, Any]:
-    """The reply; with max_bytes, it lists only as many errors as keep its JSON within that size, and
-    says how many more there were as an error of `source` (what the request's documents are named after)."""
+    """The reply; with max_bytes, it lists only as many errors (and warnings) as keep its JSON within
+    that size, and says how many more there were as one of `source` (what the request's documents are
+    named after)."""
     accepted = plan is not None and plan.accepted
     found = list(errors) or (list(plan.errors) if plan is not None else [])
     answer: dict[str, Any] = {
@@ -209,8 +207,15 @@ def reply(
             for o in (plan.outcomes if plan is not None else ())
         ],
         "errors": _listed(found),
+        "warnings": _listed(warnings),
         "seq": seq,
     }
+    if max_bytes is not None and warnings:  # the errors are what a refused request needs: fitted last
+
+        def size_warned(listed: Sequence[FieldError]) -> int:
+            return len(json.dumps({**answer, "warnings": _listed(listed)}).encode())
+
+        answer["warnings"] = _listed(fit_errors(warnings, size_warned, max_bytes, source))
     if max_bytes is not None and found:
 
         def size(listed: Sequence[FieldError]) -> int:
@@ -294,7 +299,13 @@ class ApiServer:
             source = headers.get(SOURCE_HEADER, "").strip()[:_MAX_SOURCE_CHARS]
             principal = ApiPrincipal(request_key(headers), port.operator_keys)
             answer = await self._decide(
-                verb, data, request_id, dry_run, source if source.isprintable() else "", principal
+                verb,
+                data,
+                headers,
+                request_id,
+                dry_run,
+                source if source.isprintable() else "",
+                principal,
             )
             span.set_attribute("lahar.admission.code", answer["code"])
             jobs = [o for o in answer["objects"] if o["kind"] == "Job"]
@@ -315,10 +326,18 @@ class ApiServer:
         return answer
 
     async def _decide(
-        self, verb: str, data: bytes, request_id: str, dry_run: bool, source: str, principal: ApiPrincipal
+        self,
+        verb: str,
+        data: bytes,
+        headers: Mapping[str, str],
+        request_id: str,
+        dry_run: bool,
+        source: str,
+        principal: ApiPrincipal,
     ) -> dict[str, Any]:
         limit = self.port.max_request_bytes
         room = self.port.bus.nc.max_payload - HEADERS_ALLOWANCE
+        warnings: Sequence[FieldError] = ()
         try:
             if verb in TENANT_VERBS:
                 if len(data) > limit:
@@ -327,7 +346,10 @@ class ApiServer:
                 return await answer_tenant(self.port, verb, body, principal, request_id, dry_run)
             build: Callable[[ClusterContext], Sequence[Request]]
             if verb == "apply":
-                build = apply_requests(parse_manifests(data, source or REQUEST, limit, self.port.pod_caps))
+                validate = validate_mode(headers, source or REQUEST)
+                manifests = parse_manifests(data, source or REQUEST, limit, self.port.pod_caps, validate)
+                warnings = manifests.warnings
+                build = apply_requests(manifests.documents)
             elif len(data) > limit:
                 message = f"the request is {len(data)} bytes, the limit is {limit}"
                 raise Invalid([FieldError(REQUEST, "", message)])
@@ -367,6 +389,7 @@ class ApiServer:
             code="invalid",
             dry_run=dry_run,
             seq=submitted.seq,
+            warnings=warnings,
             max_bytes=room,
             source=source or REQUEST,
         )

@@ -1,16 +1,17 @@
 """The intake stream: manifests published onto the bus by producers that do not call the API
 (contracts/intake.md). Admission consumes LAHAR_INTAKE with the durable consumer "admission".
 
-Also the manifest reading shared with the API (`parse_manifests`: every document, every error) and the
-errors both report (`Invalid`, `Unavailable`, `Conflict`).
+Also the errors the API reports too (`Unavailable`, `Conflict`); reading a manifest, shared with the
+API, is manifests.py's.
 
 A manifest is authorized as its publisher's (core/authorize.py): the tenant named by the subject's last
 token, or the operator for a subject without one; one its publisher may not make is moved to
 LAHAR_DEADLETTER with reason "forbidden" and writes nothing to the log. A valid manifest becomes the
-same events an apply request makes. An invalid one - bad YAML, an unknown
-kind, invalid fields, an unknown queue, too large, not text at all - becomes one `ManifestRejected`
-event listing every error and naming the source, since no one waits for a reply; it lists as many
-errors as fit the bus's max payload (core/rejection_size.py). Either way the message is then
+same events an apply request makes. An invalid one - bad YAML, an unknown kind, an unknown field,
+invalid fields, an unknown queue, too large, not text at all - becomes one `ManifestRejected` event
+listing every error and naming the source, since no one waits for a reply; it lists as many errors as
+fit the bus's max payload (core/rejection_size.py). A message's `Lahar-Validate: warn` header makes its
+unknown fields warnings instead, which are logged (manifests.py). Either way the message is then
 acknowledged. Only a transient failure (the log did not take the write, the object changed twice under
 admission) leaves it unacknowledged, to be delivered again later. A message whose handling raises
 (say, its rejection cannot be published) is tried a few times, then moved to LAHAR_DEADLETTER
@@ -22,31 +23,25 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import nats.errors
 import structlog
-import yaml
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from contracts.bus_messages import DeadLetterReason
 from contracts.errors import FieldError
-from contracts.objects import ApiObject
-from contracts.parse import parse_documents
 from services.admission.core.authorize import Forbidden, IntakePrincipal, authorized
-from services.admission.core.context import ClusterContext
-from services.admission.core.decide import APPLY, Request, manifest_rejected
-from services.admission.core.pod_caps import PodCaps, pod_cap_errors
+from services.admission.core.decide import manifest_rejected
 from services.admission.core.rejection_size import fit_errors
+from services.admission.manifests import Invalid, apply_requests, parse_manifests, validate_mode
 from services.admission.port import AdmissionPort
 from services.admission.submission import Submission, Submitted
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.errors import BusError
-from shared.bus.jetstream import MAX_BATCH_MESSAGES
 from shared.bus.poison import error_text, move_to_dead_letters
 from shared.bus.streams import deadletter_stream, intake_stream
 from shared.bus.subjects import INTAKE_ROOT, INTAKE_STREAM, ObjectRef, decode_token, event_subject
@@ -61,6 +56,7 @@ _FETCH_WAIT_S = 0.5  # bounds how long a stop request waits for the fetch loop
 _RETRY_DELAY_S = 1.0
 _MAX_DELIVER = 20
 _ATTEMPTS = 3  # a manifest whose handling raised this often goes to the dead letters
+_WARNINGS_LOGGED = 20  # of one manifest's unknown fields (Lahar-Validate: warn)
 # room left in a message for its headers (message id, trace context, compare-and-set guard)
 HEADERS_ALLOWANCE = 4096
 
@@ -83,53 +79,6 @@ def too_large_to_write(source: str, max_payload: int) -> FieldError:
     """Why a manifest admission accepted is refused after all: its events do not fit a bus message."""
     message = f"its events would be larger than the {max_payload} bytes a bus message holds; make it smaller"
     return FieldError(source, "", message)
-
-
-class Invalid(ValueError):
-    def __init__(self, errors: Sequence[FieldError]) -> None:
-        self.errors = tuple(errors)
-        super().__init__("; ".join(str(e) for e in errors))
-
-
-class _NoAliases(yaml.SafeLoader):
-    """YAML without aliases: an alias bomb in a few bytes would otherwise expand into a huge tree."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "YAML aliases (*name) are not accepted", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-
-def parse_manifests(data: bytes, source: str, max_bytes: int, caps: PodCaps) -> list[tuple[str, ApiObject]]:
-    """Every object of a manifest text, each with its document name ("<source>#<n> (<Kind> <key>)"), or
-    Invalid listing every problem of every document, including pods beyond `caps`."""
-    if len(data) > max_bytes:
-        raise Invalid(
-            [FieldError(source, "", f"the manifest is {len(data)} bytes, the limit is {max_bytes}")]
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Invalid([FieldError(source, "", f"the manifest is not UTF-8 text ({exc.reason})")]) from exc
-    parsed, errors = parse_documents(text, source, loader=_NoAliases)
-    loaded: list[tuple[str, ApiObject]] = [(d.name, d.object) for d in parsed]
-    if not errors and not loaded:
-        errors.append(FieldError(source, "", "the manifest holds no object"))
-    if len(loaded) > MAX_BATCH_MESSAGES:
-        errors.append(
-            FieldError(source, "", f"{len(loaded)} objects in one request; at most {MAX_BATCH_MESSAGES}")
-        )
-    errors.extend(pod_cap_errors(loaded, caps, source))
-    if errors:
-        raise Invalid(errors)
-    return loaded
-
-
-def apply_requests(documents: Sequence[tuple[str, ApiObject]]) -> Callable[[ClusterContext], list[Request]]:
-    return lambda _context: [Request(APPLY, obj, document=name) for name, obj in documents]
 
 
 def intake_ref(subject: str) -> ObjectRef | None:
@@ -328,7 +277,8 @@ class IntakeConsumer:
             span.set_attribute(JOB_ATTRIBUTE, f"{ref.namespace}/{ref.name}")
         manifest = _Manifest(delivery, source, request_id, ref, span)
         try:
-            documents = parse_manifests(record.data, source, port.max_request_bytes, port.pod_caps)
+            validate = validate_mode(record.headers, source)
+            manifests = parse_manifests(record.data, source, port.max_request_bytes, port.pod_caps, validate)
         except Invalid as exc:
             manifest.errors = exc.errors
         except Exception as exc:  # a bug must not wedge the stream: the producer learns of it
@@ -337,8 +287,11 @@ class IntakeConsumer:
                 FieldError(source, "", f"admission failed on this manifest: {type(exc).__name__}")
             ]
         else:
+            if manifests.warnings:  # no reply reaches a producer: the log says what was passed over
+                warnings = [str(w) for w in manifests.warnings[:_WARNINGS_LOGGED]]
+                log.warning("intake manifest with unknown fields", source=source, warnings=warnings)
             trace_context = trace.set_span_in_context(span)
-            build = authorized(apply_requests(documents), IntakePrincipal(tenant))
+            build = authorized(apply_requests(manifests.documents), IntakePrincipal(tenant))
             manifest.submission = Submission(build, request_id, trace_context)
         return manifest
 

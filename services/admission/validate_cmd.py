@@ -5,6 +5,9 @@ and default queues every cluster has), so a job may name a queue defined in anot
 also checked as `lahar apply` sends it, as one request: within admission's default size and pod caps
 (contracts/limits.py; the flags set the caps a cluster was configured with). Exit status 0 when every
 document is valid, 1 otherwise, with every error listed: the parser's and admission's alike.
+
+A field the kind's API does not know is an error (kubectl's --validate=strict); --validate=warn accepts
+the document and prints each such field on stderr as a warning, --validate=ignore passes over them.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from contracts.errors import FieldError
+from contracts.known_fields import STRICT, validation_mode
 from contracts.limits import MAX_MANIFEST_BYTES, MAX_PODS_PER_JOB, MAX_PODS_PER_REQUEST
 from contracts.objects import ApiObject
 from contracts.parse import parse_documents
@@ -49,17 +54,50 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"admission's max_pods_per_request, checked per file (default {MAX_PODS_PER_REQUEST})",
     )
+    add_validate_flag(p)
     p.set_defaults(handler=run)
 
 
+def add_validate_flag(parser: argparse.ArgumentParser) -> None:
+    """kubectl's --validate: what a field the kind's API does not know makes (`lahar validate`, `apply`)."""
+    parser.add_argument(
+        "--validate",
+        type=_mode,
+        nargs="?",
+        const=STRICT,
+        default=STRICT,
+        metavar="strict|warn|ignore",
+        help="an unknown field is an error (strict, the default; also true), a warning (warn) or "
+        "passed over (ignore; also false)",
+    )
+
+
+def _mode(text: str) -> str:
+    try:
+        return validation_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+@dataclass(slots=True)
+class Checked:
+    """What checking manifest files found: the documents read, every error, and (--validate=warn) the
+    unknown fields of the documents accepted."""
+
+    count: int = 0
+    errors: list[FieldError] = field(default_factory=list)
+    warnings: list[FieldError] = field(default_factory=list)
+
+
 def load(
-    paths: Sequence[str], caps: PodCaps = DEFAULT_CAPS
-) -> tuple[list[tuple[str, ApiObject]], list[FieldError]]:
-    """Every document that parses, with its name, and every parse problem. Documents are parsed one by one
-    (not with load_files, which gives all or nothing) so one broken document does not hide the rule
-    violations of the others. Each file is checked against the limits of one request."""
+    paths: Sequence[str], caps: PodCaps = DEFAULT_CAPS, validate: str = STRICT
+) -> tuple[list[tuple[str, ApiObject]], Checked]:
+    """Every document that parses, with its name, and every parse problem and warning. Documents are
+    parsed one by one (not with load_files, which gives all or nothing) so one broken document does not
+    hide the rule violations of the others. Each file is checked against the limits of one request."""
     loaded: list[tuple[str, ApiObject]] = []
-    errors: list[FieldError] = []
+    checked = Checked()
+    errors = checked.errors
     for path in paths:
         try:
             data = Path(path).read_bytes()
@@ -72,24 +110,33 @@ def load(
                 f"the file is {len(data)} bytes; admission takes at most {MAX_MANIFEST_BYTES} in one request"
             )
             errors.append(FieldError(str(path), "", message))
-        parsed, problems = parse_documents(text, str(path))
+        parsed, problems = parse_documents(text, str(path), validate=validate)
         documents = [(d.name, d.object) for d in parsed]
         loaded.extend(documents)
         errors.extend(problems)
+        checked.warnings.extend(warning for d in parsed for warning in d.warnings)
         errors.extend(pod_cap_errors(documents, caps, str(path)))
-    return loaded, errors
+    checked.count = len(loaded)
+    return loaded, checked
 
 
-def validate_files(paths: Sequence[str], caps: PodCaps = DEFAULT_CAPS) -> tuple[int, list[FieldError]]:
-    """(number of documents, every error)."""
-    loaded, errors = load(paths, caps)
+def validate_files(
+    paths: Sequence[str], caps: PodCaps = DEFAULT_CAPS, validate: str = STRICT
+) -> tuple[int, list[FieldError]]:
+    """(number of documents, every error); check_files also gives the warnings."""
+    checked = check_files(paths, caps, validate)
+    return checked.count, checked.errors
+
+
+def check_files(paths: Sequence[str], caps: PodCaps = DEFAULT_CAPS, validate: str = STRICT) -> Checked:
+    loaded, checked = load(paths, caps, validate)
     context = context_from_objects(obj for _, obj in loaded)
     for document, obj in loaded:
         admitted = admit(obj, context, document)
-        errors.extend(admitted.errors)
+        checked.errors.extend(admitted.errors)
         # names a Job and a plain object share (plain objects are checked as admission would store them)
-        errors.extend(claim_errors(admitted.object, context, document))
-    return len(loaded), errors
+        checked.errors.extend(claim_errors(admitted.object, context, document))
+    return checked
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,12 +144,14 @@ def run(args: argparse.Namespace) -> int:
     for problem in caps.problems():
         print(f"lahar validate: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    count, errors = validate_files(args.filename, caps)
+    checked = check_files(args.filename, caps, args.validate)
+    count, errors = checked.count, checked.errors
+    for warning in checked.warnings:  # kubectl's form of a server's warning
+        print(f"Warning: {warning}", file=sys.stderr)
     if args.output == "json":
-        report = {
-            "valid": not errors,
-            "errors": [{"document": e.document, "path": e.path, "message": e.message} for e in errors],
-        }
+        report = {"valid": not errors, "errors": _listed(errors)}
+        if checked.warnings:
+            report["warnings"] = _listed(checked.warnings)
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     elif errors:
         for error in errors:
@@ -112,3 +161,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{count} document(s) valid")
     return EXIT_INVALID if errors else EXIT_VALID
+
+
+def _listed(errors: Sequence[FieldError]) -> list[dict[str, str]]:
+    return [{"document": e.document, "path": e.path, "message": e.message} for e in errors]

@@ -22,9 +22,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from contracts.codec import DecodeError
+from contracts.label_selector import matches
 from contracts.objects import Job, Pod
 from contracts.parse import duration_seconds
-from services.cli import output
+from services.admission.validate_cmd import add_validate_flag
+from services.cli import output, selection
+from services.cli.apply_lists import unpack_lists
 from services.cli.stack.layout import StackState, lahar_home, process_alive
 from shared.client import LaharClient, LaharError, Unreachable
 from shared.client_reads import NAMESPACED, UnknownKind, resolve_kind
@@ -154,10 +157,13 @@ def run(args: argparse.Namespace, body: Body) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    apply = command(sub, "apply", "create or update the objects of manifest files (through admission)")
+    apply = command(
+        sub, "apply", "create or update the objects of manifest files (through admission); a List's items too"
+    )
     apply.add_argument("-f", "--filename", action="append", required=True, metavar="FILE", help="- for stdin")
     apply.add_argument("--dry-run", action="store_true", help="validate and default, write nothing")
     apply.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    add_validate_flag(apply)
     apply.set_defaults(handler=run_apply)
 
     get = command(sub, "get", "show objects from the read model (jobs, podgroups, pods, queues, nodes, ...)")
@@ -168,6 +174,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     scope.add_argument("-A", "--all-namespaces", action="store_true")
     get.add_argument("-o", "--output", choices=output.FORMATS, default="table")
     get.add_argument("-w", "--watch", action="store_true", help="after the listing, print every change")
+    selection.add_selector(get)
     get.set_defaults(handler=run_get)
 
     delete = command(sub, "delete", "delete an object (through admission)")
@@ -221,7 +228,9 @@ def run_apply(args: argparse.Namespace) -> int:
         answers = []
         for name, text in texts:
             source = "stdin" if name == "-" else name
-            answers.append((source, await client.apply(text, dry_run=args.dry_run, source=source)))
+            text = unpack_lists(text)
+            answer = await client.apply(text, dry_run=args.dry_run, source=source, validate=args.validate)
+            answers.append((source, answer))
         return output.report(answers, args.output)
 
     return run(args, body)
@@ -241,6 +250,12 @@ def run_get(args: argparse.Namespace) -> int:
     except UnknownKind as exc:
         print(f"lahar get: {exc}", file=sys.stderr)
         return output.EXIT_USAGE
+    requirements = selection.read_selector(args, "lahar get")
+    if requirements is None:
+        return output.EXIT_USAGE
+    if args.name and requirements:
+        print("lahar get: give a NAME or a selector (-l), not both", file=sys.stderr)
+        return output.EXIT_USAGE
     namespace = None if args.all_namespaces else args.namespace
     show_namespace = args.all_namespaces and kind in NAMESPACED
 
@@ -258,9 +273,17 @@ def run_get(args: argparse.Namespace) -> int:
             if not objects and not args.watch:
                 print(f'Error: {kind} "{args.name}" not found', file=sys.stderr)
                 return output.EXIT_REFUSED
+        objects = selection.selected(objects, requirements)
         cols = output.headers(kind, wide=args.output == "wide", namespaced=show_namespace)
         if changes is not None:
-            await output.follow(objects, changes, cols, args.output, only=args.name)
+            await output.follow(
+                objects,
+                changes,
+                cols,
+                args.output,
+                only=args.name,
+                keep=lambda obj: matches(requirements, obj.meta.labels),
+            )
         elif args.output in ("json", "yaml"):
             output.dump(output.document(objects[0]) if args.name else output.listing(objects), args.output)
         elif objects:

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from contracts.objects import API_VERSIONS, Job
-from services.cli import output
+from services.cli import output, selection
 from services.cli.cluster_cmd import command, run
+from services.cli.describe_cmd import recent_events
+from services.cli.event_rows import events_section
 from shared.client import LaharClient
 
 JOB_TYPE_LABEL = "volcano.sh/job-type"
@@ -59,11 +61,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     list_p.add_argument("-A", "--all-namespaces", action="store_true")
     list_p.add_argument("-q", "--queue", help="only jobs of this queue")
     list_p.add_argument("-S", "--scheduler", help="only jobs of this scheduler")
-    list_p.add_argument("--selector", help="only jobs whose name contains this")
+    list_p.add_argument(
+        "--name-contains", metavar="TEXT", help="only jobs whose name contains this (vcctl's --selector)"
+    )
+    selection.add_selector(list_p)
     list_p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     list_p.set_defaults(handler=list_jobs)
 
-    view = command(verbs, "view", "show one job in detail")
+    view = command(verbs, "view", "show one job in detail, with its recent events")
     _name_flags(view)
     view.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     view.set_defaults(handler=view_job)
@@ -158,14 +163,19 @@ def counts_row(job: Job, *, namespaced: bool) -> list[Any]:
 
 
 def list_jobs(args: argparse.Namespace) -> int:
+    requirements = selection.read_selector(args, "lahar job list")
+    if requirements is None:
+        return output.EXIT_USAGE
+
     async def body(client: LaharClient) -> int:
+        listed = await client.list("job", None if args.all_namespaces else args.namespace)
         jobs = [
             job
-            for job in await client.list("job", None if args.all_namespaces else args.namespace)
+            for job in selection.selected(listed, requirements)
             if isinstance(job, Job)
             and (not args.queue or job.queue == args.queue)
             and (not args.scheduler or job.scheduler_name == args.scheduler)
-            and (not args.selector or args.selector in job.meta.name)
+            and (not args.name_contains or args.name_contains in job.meta.name)
         ]
         if args.output != "table":
             output.dump(output.listing(jobs), args.output)
@@ -218,7 +228,12 @@ def view_job(args: argparse.Namespace) -> int:
             print(f"lahar job view: job {args.namespace}/{args.name} not found", file=sys.stderr)
             return output.EXIT_REFUSED
         if args.output == "text":
-            print(describe(job, time.time()))
+            now = time.time()
+            events = await recent_events(client, "job", args.name, args.namespace, "lahar job view")
+            print(describe(job, now))
+            print(
+                events_section(events, now, about=f"job/{job.meta.name}", command=f"lahar events {args.name}")
+            )
         else:
             output.dump(output.document(job), args.output)
         return output.EXIT_OK

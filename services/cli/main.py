@@ -12,7 +12,9 @@ from services.cli import (
     bench_cmd,
     cluster_cmd,
     deploy_cmd,
+    describe_cmd,
     job_cmd,
+    pod_cmd,
     poison_cmd,
     queue_cmd,
     simulate_cmd,
@@ -32,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate_cmd.register(sub)
     stack_cmd.register(sub)
     cluster_cmd.register(sub)
+    describe_cmd.register(sub)
     job_cmd.register(sub)
+    pod_cmd.register(sub)
     queue_cmd.register(sub)
     poison_cmd.register(sub)
     tenant_cmd.register(sub)

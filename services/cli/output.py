@@ -1,9 +1,10 @@
 """How the cluster commands print: aligned tables for people, JSON or YAML for scripts; admission's
 answers (`report`) and watches (`follow`); the exit codes scripts can rely on.
 
-`-o json` / `-o yaml` print lahar's object encoding (contracts.codec: snake_case fields under "meta",
-"status", ...) with "apiVersion" and "kind" added; a listing is {"apiVersion": "v1", "kind": "List",
-"items": [...]}. Times are epoch seconds there, and ages or UTC times in tables.
+`-o json` / `-o yaml` print the Kubernetes shape (contracts.kube_shape: apiVersion, kind, metadata,
+spec, status with the API's own field names, RFC 3339 times, quantity strings), which `lahar apply` reads
+back unchanged; a listing is {"apiVersion": "v1", "kind": "List", "items": [...]}. Tables show ages or UTC
+times.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import datetime
 import json
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 import yaml
 
-from contracts.codec import encode
-from contracts.objects import API_VERSIONS, ApiObject
+from contracts.kube_shape import kube_list, kube_object
+from contracts.objects import ApiObject
 from contracts.resources import format_quantity
 from shared.client_reads import Answer
 
@@ -36,11 +37,11 @@ EXIT_CODES_HELP = (
 
 
 def document(obj: ApiObject) -> dict[str, Any]:
-    return {"apiVersion": API_VERSIONS[obj.kind], "kind": obj.kind, **encode(obj)}
+    return kube_object(obj)
 
 
 def listing(objects: Iterable[ApiObject]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "List", "items": [document(obj) for obj in objects]}
+    return kube_list(objects)
 
 
 def dump(data: Any, fmt: str, out: TextIO = sys.stdout) -> None:
@@ -199,12 +200,15 @@ def report(answers: list[tuple[str, Answer]], fmt: str) -> int:
         suffix = " (dry run)" if answer.dry_run else ""
         for obj in answer.objects if fmt == "text" else ():
             print(f"{obj['kind'].lower()}/{obj['name']} {obj['action']}{suffix}")
+        for warning in answer.warnings:  # kubectl's form of a server's warning
+            print(f"Warning: {_where(warning)}{warning['message']}", file=sys.stderr)
         for error in answer.errors:
-            where = (
-                f"{error['document']}: {error['path']}: " if error.get("path") else f"{error['document']}: "
-            )
-            print(f"error: {where}{error['message']}", file=sys.stderr)
+            print(f"error: {_where(error)}{error['message']}", file=sys.stderr)
     return EXIT_OK if accepted else EXIT_REFUSED
+
+
+def _where(error: Mapping[str, str]) -> str:
+    return f"{error['document']}: {error['path']}: " if error.get("path") else f"{error['document']}: "
 
 
 async def follow(
@@ -214,18 +218,16 @@ async def follow(
     fmt: str,
     *,
     only: str | None = None,
+    keep: Callable[[Any], bool] | None = None,
 ) -> None:
     """-w: the listing, then each change. A table gets a row per change; -o json prints one document per
     line, {"type": ADDED | MODIFIED | DELETED, "object": ...} (as kubectl's watch events), starting with
-    an ADDED per listed object; -o yaml the same documents separated by ---."""
+    an ADDED per listed object; -o yaml the same documents separated by ---. `only` names the one object
+    watched; `keep` selects the objects watched (-l): one that stops matching shows as deleted."""
     seen: set[str] = set()
 
     def emit(change: str, obj: Any) -> None:
         kind = "DELETED" if change == "delete" else "MODIFIED" if obj.meta.key in seen else "ADDED"
-        if change == "delete":
-            seen.discard(obj.meta.key)
-        else:
-            seen.add(obj.meta.key)
         if fmt == "json":
             print(json.dumps({"type": kind, "object": document(obj)}), flush=True)
         elif fmt == "yaml":
@@ -235,16 +237,26 @@ async def follow(
     if fmt in ("json", "yaml"):
         for obj in objects:
             emit("put", obj)
+            seen.add(obj.meta.key)
     else:
         now = time.time()
         print(table(cols, ([row(o, now)[c] for c in cols] for o in objects)), flush=True)
+        seen.update(obj.meta.key for obj in objects)
     async for change, obj in changes:
         if only and obj.meta.name != only:
             continue
+        if keep is not None and not keep(obj):
+            if change == "delete" or obj.meta.key not in seen:
+                continue
+            change = "delete"  # it no longer matches: gone from the selection
         if fmt in ("json", "yaml"):
             emit(change, obj)
-            continue
-        values = row(obj, time.time())
+        else:
+            values = row(obj, time.time())
+            if change == "delete":
+                values["STATUS"] = "Deleted"
+            print(table(cols, [[values.get(c, "") for c in cols]]).splitlines()[1], flush=True)
         if change == "delete":
-            values["STATUS"] = "Deleted"
-        print(table(cols, [[values.get(c, "") for c in cols]]).splitlines()[1], flush=True)
+            seen.discard(obj.meta.key)
+        else:
+            seen.add(obj.meta.key)

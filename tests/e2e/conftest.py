@@ -28,8 +28,10 @@ class Stack:
     state: StackState
     supervisor: subprocess.Popen[bytes]
 
-    def lahar(self, *args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
-        """Run the `lahar` CLI against this stack."""
+    def lahar(
+        self, *args: str, timeout_s: float = 120.0, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the `lahar` CLI against this stack (`stdin`: what is piped into it)."""
         env = {**os.environ, "LAHAR_HOME": str(self.home)}
         return subprocess.run(
             [sys.executable, "-m", "services.cli.main", *args],
@@ -37,6 +39,7 @@ class Stack:
             text=True,
             env=env,
             timeout=timeout_s,
+            input=stdin,
         )
 
     def service_log(self, name: str) -> str:

@@ -38,10 +38,10 @@ def test_the_jobs_complete_and_the_read_model_shows_it(completed_jobs) -> None:
     assert job["status"]["state"]["phase"] == "Completed"
     assert job["status"]["succeeded"] == 11
     pods = lahar_json(completed_jobs, "get", "pods")["items"]
-    distcc_pods = [p for p in pods if p["meta"]["name"].startswith("distcc-")]
+    distcc_pods = [p for p in pods if p["metadata"]["name"].startswith("distcc-")]
     assert len(distcc_pods) == 11
     assert {p["status"]["phase"] for p in distcc_pods} == {"Succeeded"}
-    assert all(p["spec"]["node_name"] for p in distcc_pods)
+    assert all(p["spec"]["nodeName"] for p in distcc_pods)
     queue = lahar_json(completed_jobs, "get", "queue", "distcc")
     assert queue["status"]["state"] == "Open"
 

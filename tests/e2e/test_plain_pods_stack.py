@@ -38,8 +38,8 @@ def test_a_plain_pod_gets_its_own_podgroup_runs_and_is_deleted(stack) -> None:
     ]
     wait(stack, "pod", "hello", "Succeeded")
     pod = lahar_json(stack, "get", "pod", "hello")
-    group = pod["meta"]["annotations"]["scheduling.k8s.io/group-name"]
-    assert group == f"podgroup-{pod['meta']['uid']}"
+    group = pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+    assert group == f"podgroup-{pod['metadata']['uid']}"
     assert stack.lahar("logs", "hello").stdout == "hello from a plain pod\n"
 
     history = lahar_json(stack, "events", "hello")
@@ -54,7 +54,7 @@ def test_a_plain_pod_gets_its_own_podgroup_runs_and_is_deleted(stack) -> None:
     assert types(history, *lifecycle) == list(lifecycle)
     assert all(e["object"].endswith(group) for e in history if e["type"].startswith("PodGroup"))
     # the group went with the pod's end: the default queue no longer counts it
-    assert group not in [pg["meta"]["name"] for pg in lahar_json(stack, "get", "podgroups")["items"]]
+    assert group not in [pg["metadata"]["name"] for pg in lahar_json(stack, "get", "podgroups")["items"]]
 
     (again,) = lahar_json(stack, "apply", "-f", str(EXAMPLES / "hello-pod.yaml"))["results"]
     assert again["objects"][0]["action"] == "unchanged"
@@ -72,10 +72,10 @@ def test_a_hand_made_podgroup_places_its_pods_as_one_gang(stack) -> None:
     bound = [e for e in history if e["type"] == "PodBound"]
     assert sorted(e["object"] for e in bound) == ["pod/pair-a", "pod/pair-b"]
     assert len({e["payload"]["plan"] for e in bound}) == 1  # one plan: the gang placed together
-    assert lahar_json(stack, "get", "podgroup", "pair")["min_member"] == 2
+    assert lahar_json(stack, "get", "podgroup", "pair")["spec"]["minMember"] == 2
 
     assert lahar_json(stack, "delete", "podgroup", "pair")["accepted"]
-    pods = {p["meta"]["name"]: p["status"]["phase"] for p in lahar_json(stack, "get", "pods")["items"]}
+    pods = {p["metadata"]["name"]: p["status"]["phase"] for p in lahar_json(stack, "get", "pods")["items"]}
     assert pods.get("pair-a") == "Succeeded" and pods.get("pair-b") == "Succeeded"  # the pods stay
     (refused,) = json.loads(stack.lahar("delete", "pod", "pair-missing", "-o", "json").stdout)["results"]
     assert not refused["accepted"] and "not found" in refused["errors"][0]["message"]

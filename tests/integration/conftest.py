@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from binder_stack import Heartbeats, Stack
+from cli_harness import cli, cli_admission  # noqa: F401 (fixtures of the CLI tests)
 from support.waiting import Eventually
 
 from shared.bus.jetstream import Bus

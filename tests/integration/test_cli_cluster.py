@@ -1,38 +1,27 @@
-"""The cluster commands of `lahar` (apply, get, delete, wait, events, logs, job, queue) as a user runs them:
-each is a real `python -m services.cli.main` process against real nats-server and etcd, with admission
-running in the test's process and read-model entries written by hand (the controllers' job). The JSON
-output is parsed and the exit codes checked."""
+"""The cluster commands of `lahar` (apply, get, delete, wait, events, logs, job, queue) as a user runs them
+(tests/integration/cli_harness.py): the JSON output is parsed and the exit codes checked."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from cli_harness import Cli, store
 
 from contracts.bus_messages import DeadLetter, QuarantineRecord, ReconcileFailure
-from contracts.codec import encode_object
-from contracts.objects import ApiObject, Job, JobState, JobStatus, Queue, QueueStatus
+from contracts.objects import Job, JobState, JobStatus, Queue, QueueStatus
 from contracts.parse import parse_object
-from services.admission.service import AdmissionConfig, AdmissionService
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
 from shared.bus.poison import encoded, record_quarantined, record_reconcile_failure
-from shared.bus.streams import deadletter_stream, events_stream, intake_stream, quarantine_stream
+from shared.bus.streams import deadletter_stream, quarantine_stream
 from shared.bus.subjects import EVENTS_STREAM, dead_letter_subject, event_subject
-from shared.servers import EtcdServer, NatsServer
 from shared.store.etcd import Etcd
 from shared.store.read_model import ReadModel
-from shared.telemetry.metrics import Registry
-
-REPO = Path(__file__).resolve().parents[2]
 
 JOB = {
     "apiVersion": "batch.volcano.sh/v1alpha1",
@@ -58,75 +47,6 @@ QUEUE = {
     "metadata": {"name": "research"},
     "spec": {"weight": 2},
 }
-
-
-@dataclass
-class Cli:
-    env: dict[str, str]
-    tmp: Path
-
-    async def start(self, *argv: str) -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "services.cli.main",
-            *argv,
-            cwd=REPO,
-            env=self.env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-
-    async def __call__(self, *argv: str, timeout_s: float = 60.0) -> tuple[int, str, str]:
-        """(exit status, stdout, stderr) of one `lahar` command."""
-        proc = await self.start(*argv)
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-        assert proc.returncode is not None
-        return proc.returncode, out.decode(), err.decode()
-
-    async def json(self, *argv: str) -> Any:
-        code, out, err = await self(*argv)
-        assert code == 0, (argv, code, out, err)
-        return json.loads(out)
-
-    def file(self, name: str, *docs: dict[str, Any]) -> str:
-        path = self.tmp / name
-        path.write_text("---\n".join(json.dumps(doc) + "\n" for doc in docs))
-        return str(path)
-
-
-@pytest.fixture
-async def admission(bus: Bus, etcd: Etcd) -> AsyncIterator[AdmissionService]:
-    await bus.ensure_streams([events_stream(), intake_stream()])
-    service = AdmissionService(bus, etcd, AdmissionConfig(checkpoint_every_s=3600), registry=Registry())
-    await service.run_until_idle(15)
-    yield service
-    await service.shutdown()
-
-
-@pytest.fixture
-def cli(nats_server: NatsServer, etcd_server: EtcdServer, tmp_path: Path, admission: AdmissionService) -> Cli:
-    host, port = etcd_server.endpoint
-    env = {
-        **os.environ,
-        "LAHAR_NATS_URL": nats_server.url,
-        "LAHAR_ETCD_ENDPOINT": f"{host}:{port}",
-        "LAHAR_HOME": str(tmp_path / "home"),  # no stack.json there: the flags must be what is used
-        "PYTHONPATH": str(REPO),
-    }
-    return Cli(env, tmp_path)
-
-
-async def store(etcd: Etcd, obj: ApiObject, seq: int) -> None:
-    """What a controller would write to the read model."""
-    kind = obj.kind.lower()
-    namespace = obj.meta.namespace or None
-    await ReadModel(etcd).put(kind, namespace, obj.meta.name, encode_object(obj), seq)
 
 
 def stored_job(phase: str, **counts: int) -> Job:
@@ -173,7 +93,7 @@ async def test_get_reads_the_read_model_as_tables_and_json(cli: Cli, etcd: Etcd)
     await store(etcd, replace(parse_object(QUEUE, "q"), status=QueueStatus(running=1)), seq=3)
 
     listing = await cli.json("get", "vcjob", "-o", "json")
-    assert listing["kind"] == "List" and [i["meta"]["name"] for i in listing["items"]] == ["train"]
+    assert listing["kind"] == "List" and [i["metadata"]["name"] for i in listing["items"]] == ["train"]
     one = await cli.json("get", "job", "train", "-o", "json")
     assert one["kind"] == "Job" and one["status"]["state"]["phase"] == "Running"
 
@@ -252,11 +172,11 @@ async def test_job_commands_follow_vcctl(cli: Cli, bus: Bus, etcd: Etcd) -> None
         "RetryCount",
     ]
     assert row.split() == ["train", "2023-11-14", "Running", "Train", "2", "2", "1", "2", "0", "0", "0", "1"]
-    code, out, err = await cli("job", "list", "--selector", "nothing-like-it")
+    code, out, err = await cli("job", "list", "--name-contains", "nothing-like-it")
     assert (code, out, err.strip()) == (0, "", "No resources found.")
     code, out, _ = await cli("job", "view", "-N", "train")
     assert code == 0 and "Phase:          Running" in out and "worker" in out
-    assert (await cli.json("job", "view", "-N", "train", "-o", "json"))["meta"]["name"] == "train"
+    assert (await cli.json("job", "view", "-N", "train", "-o", "json"))["metadata"]["name"] == "train"
 
 
 @pytest.mark.slow  # one CLI process per command
@@ -283,7 +203,7 @@ async def test_queue_commands_follow_vcctl(cli: Cli, bus: Bus, etcd: Etcd) -> No
         ["Name", "Weight", "State", "Parent", "Inqueue", "Pending", "Running", "Unknown", "Completed"],
         ["research", "2", "Open", "root", "1", "2", "3", "0", "0"],
     ]
-    assert (await cli.json("queue", "get", "-n", "research", "-o", "json"))["weight"] == 2
+    assert (await cli.json("queue", "get", "-n", "research", "-o", "json"))["spec"]["weight"] == 2
     assert (await cli("queue", "get", "-n", "ghost"))[0] == 1
     assert (await cli("queue", "delete", "-n", "q1"))[0] == 0
     code, _, err = await cli("queue", "delete", "-n", "default")

@@ -52,8 +52,9 @@ SEEDS: tuple[dict[str, Any], ...] = _load_seeds()
 
 # --- what a rejection must say ---------------------------------------------------------------------
 
-# a field path starts with a field's name: "kind", "spec.tasks[0].replicas", "metadata.labels[a/b]"
-FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:[.\[].*)?", re.DOTALL)
+# a field path starts with a field's name: "kind", "spec.tasks[0].replicas", "metadata.labels[a/b]", or
+# with a bracketed key when a document's own key is no plain name (an unknown field "[a.b]", "[]")
+FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:[.\[].*)?|\[.*", re.DOTALL)
 
 # the problems that belong to a document or a request as a whole, so have no field path
 DOCUMENT_LEVEL = re.compile(

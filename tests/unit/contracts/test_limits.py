@@ -164,10 +164,12 @@ def test_a_document_just_within_the_depth_is_read() -> None:
         "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "c"}]},
     }
-    # unknown fields are ignored, but still count: the top mapping is the first level
-    parsed, errors = parse_documents(json.dumps({**pod, "extra": nested_list(MAX_NESTING_DEPTH - 1)}), "f")
+    # unknown fields, when not validated, are passed over but still count: the top mapping is the first level
+    within = json.dumps({**pod, "extra": nested_list(MAX_NESTING_DEPTH - 1)})
+    parsed, errors = parse_documents(within, "f", validate="ignore")
     assert parsed and not errors
-    parsed, errors = parse_documents(json.dumps({**pod, "extra": nested_list(MAX_NESTING_DEPTH)}), "f")
+    too_deep = json.dumps({**pod, "extra": nested_list(MAX_NESTING_DEPTH)})
+    parsed, errors = parse_documents(too_deep, "f", validate="ignore")
     assert not parsed and "levels deep" in errors[0].message
 
 

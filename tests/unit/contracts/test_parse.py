@@ -24,7 +24,7 @@ from contracts.objects import (
     Taint,
     Toleration,
 )
-from contracts.parse import duration_seconds, load_documents, load_files, parse_object
+from contracts.parse import duration_seconds, load_documents, load_files, parse_documents, parse_object
 from contracts.resources import Resources
 
 GI = 2**30 * 1000
@@ -570,17 +570,28 @@ def test_parse_object_takes_a_mapping_directly() -> None:
     assert isinstance(node, Node) and node.allocatable == Resources({"cpu": 1000})
 
 
-def test_unknown_fields_and_nulls_are_ignored() -> None:
+def test_server_set_metadata_is_accepted_and_nulls_are_defaults() -> None:
     queue = load_one(
         """
         apiVersion: scheduling.volcano.sh/v1beta1
         kind: Queue
         metadata: {name: q, resourceVersion: "42", managedFields: [{manager: kubectl}]}
-        spec: {weight: null, capability: null, futureField: {nested: true}}
-        extra: 1
+        spec: {weight: null, capability: null}
         """
     )
     assert queue.weight == 1 and queue.capability is None
+
+
+def test_unknown_fields_are_passed_over_when_not_validated() -> None:
+    text = """
+        apiVersion: scheduling.volcano.sh/v1beta1
+        kind: Queue
+        metadata: {name: q}
+        spec: {weight: 3, futureField: {nested: true}}
+        extra: 1
+        """
+    (parsed,), errors = parse_documents(textwrap.dedent(text), "q.yaml", validate="ignore")
+    assert errors == [] and parsed.warnings == () and parsed.object.weight == 3
 
 
 def test_empty_documents_are_skipped() -> None:

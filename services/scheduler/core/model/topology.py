@@ -11,31 +11,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from contracts.objects import HyperNode, HyperNodeMember, LabelSelector, SelectorRequirement
+from contracts.label_selector import requirement_matches
+from contracts.objects import HyperNode, HyperNodeMember, LabelSelector
 from services.scheduler.core.model.nodes import NodeTable
 
 CLUSTER_TOP = "<cluster>"
-
-
-def requirement_matches(req: SelectorRequirement, labels: Mapping[str, str]) -> bool:
-    present = req.key in labels
-    value = labels.get(req.key)
-    op = req.operator
-    if op == "In":
-        return present and value in req.values
-    if op == "NotIn":
-        return not present or value not in req.values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and req.values:
-        try:
-            left, right = int(value or ""), int(req.values[0])
-        except ValueError:
-            return False
-        return left > right if op == "Gt" else left < right
-    return False
 
 
 def label_selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
