@@ -25,7 +25,8 @@ class DeschedulerConfig(RunnerConfig):
 
     policy_config_file: str  # a descheduler/v1alpha2 DeschedulerPolicy (Volcano's --policy-config-file)
     descheduling_interval: str = DEFAULT_INTERVAL  # a Go duration; 0: run on the cron expression
-    descheduling_interval_cron_expression: str = ""  # five-field cron (UTC, or CRON_TZ=zone); used when the interval is 0
+    # five-field cron (UTC, or a CRON_TZ=zone prefix); used when the interval is 0
+    descheduling_interval_cron_expression: str = ""
     dry_run: bool = False  # list what would be evicted and why, evict nothing
     cooldown: str = "30m"  # a pod the descheduler evicted is left alone this long (its replacement too)
     usage_stale_after: str = "5m"  # LoadAware: a node whose newest usage sample is older is not judged

@@ -18,6 +18,7 @@ import pytest
 from e2e.log_invariants import binding_violations, duplicate_facts
 from e2e.test_crash_recovery import read_log
 
+from contracts.parse_fields import timestamp_seconds
 from tests.e2e.conftest import Stack, start_stack, stop_stack
 
 pytestmark = pytest.mark.slow  # a stack of its own, a five-job flow and a CronJob's runs
@@ -81,18 +82,18 @@ def test_volcanos_jobflow_example_runs_its_dag_in_order(stack: Stack) -> None:
 
     def succeeded() -> Any:
         flow = get(stack, "jf", "test")
-        return flow if flow["status"]["phase"] == "Succeed" else None
+        return flow if flow["status"]["state"]["phase"] == "Succeed" else None
 
     flow = until(succeeded, "the JobFlow to succeed")
-    runs = {s["name"]: s for s in flow["status"]["job_status_list"]}
+    runs = {s["name"]: s for s in flow["status"]["jobStatusList"]}
     assert sorted(runs) == [f"test-{n}" for n in "abcde"]
     assert all(s["state"] == "Completed" for s in runs.values())
 
     def made(name: str) -> float:
-        return float(runs[f"test-{name}"]["start_timestamp"])
+        return timestamp_seconds(runs[f"test-{name}"]["startTimestamp"])
 
     def ended(name: str) -> float:
-        return float(runs[f"test-{name}"]["end_timestamp"])
+        return timestamp_seconds(runs[f"test-{name}"]["endTimestamp"])
 
     # each job is made only once everything it depends on completed
     assert ended("a") <= made("b")
@@ -100,10 +101,10 @@ def test_volcanos_jobflow_example_runs_its_dag_in_order(stack: Stack) -> None:
     assert max(ended("c"), ended("d")) <= made("e")
     # jobRetainPolicy delete: the flow's jobs are gone once it succeeded; the templates stay
     until(
-        lambda: not [j for j in get(stack, "vcjob")["items"] if j["meta"]["name"].startswith("test-")],
+        lambda: not [j for j in get(stack, "vcjob")["items"] if j["metadata"]["name"].startswith("test-")],
         "the flow's jobs deleted",
     )
-    assert sorted(t["meta"]["name"] for t in get(stack, "jt")["items"]) == list("abcde")
+    assert sorted(t["metadata"]["name"] for t in get(stack, "jt")["items"]) == list("abcde")
     table = stack.lahar("get", "jobflows")
     assert table.returncode == 0 and table.stdout.splitlines()[1].split()[:2] == ["test", "Succeed"]
 
@@ -116,13 +117,13 @@ def test_cronjobs_make_jobs_that_complete_and_go_with_their_cronjob(stack: Stack
 
     def completed_one() -> Any:
         cron = get(stack, "cj", "often")
-        return cron if cron["status"]["last_successful_time"] is not None else None
+        return cron if cron["status"].get("lastSuccessfulTime") else None
 
     cron = until(completed_one, "a job of the CronJob to complete")
-    assert cron["status"]["last_schedule_time"] is not None
-    jobs = [j for j in get(stack, "vcjob")["items"] if j["meta"]["name"].startswith("often-")]
+    assert cron["status"]["lastScheduleTime"]
+    jobs = [j for j in get(stack, "vcjob")["items"] if j["metadata"]["name"].startswith("often-")]
     assert jobs and all(
-        j["meta"]["annotations"]["owner.lahar.dev/controller"].startswith("CronJob/often/") for j in jobs
+        j["metadata"]["annotations"]["owner.lahar.dev/controller"].startswith("CronJob/often/") for j in jobs
     )
     table = stack.lahar("get", "cronjobs")
     rows = {line.split()[0]: line for line in table.stdout.splitlines()[1:]}
@@ -131,10 +132,10 @@ def test_cronjobs_make_jobs_that_complete_and_go_with_their_cronjob(stack: Stack
     deleted = stack.lahar("delete", "cronjob", "often", "-o", "json")
     assert json.loads(deleted.stdout)["accepted"], deleted.stdout + deleted.stderr
     until(
-        lambda: not [j for j in get(stack, "vcjob")["items"] if j["meta"]["name"].startswith("often-")],
+        lambda: not [j for j in get(stack, "vcjob")["items"] if j["metadata"]["name"].startswith("often-")],
         "the deleted CronJob's jobs to go",
     )
-    assert [c["meta"]["name"] for c in get(stack, "cj")["items"]] == ["volcano-cronjob-example"]
+    assert [c["metadata"]["name"] for c in get(stack, "cj")["items"]] == ["volcano-cronjob-example"]
 
 
 def test_every_job_was_made_once_and_bound_once(stack: Stack) -> None:
