@@ -176,6 +176,9 @@ def _channels() -> dict[str, Any]:
             },
         },
         "apiApply": _api_channel("apply", _manifest_message("schema/messages/ApiHeaders.json")),
+        "apiCreate": _api_channel(
+            "create", _json_message("CreateRequest", "create an object (the controllers' verb)")
+        ),
         "apiDelete": _api_channel("delete", _json_message("DeleteRequest", "delete an object")),
         "apiCommand": _api_channel(
             "command", _json_message("CommandRequest", "a Volcano command on a Job or Queue")
@@ -363,6 +366,7 @@ def _operations() -> dict[str, Any]:
     }
     for verb, message in (
         ("Apply", "Manifest"),
+        ("Create", "CreateRequest"),
         ("Delete", "DeleteRequest"),
         ("Command", "CommandRequest"),
         ("TenantApply", "TenantApplyRequest"),

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from contracts.payloads import PodGroupConditionPayload, RejectedField
+from contracts.payloads import EncodedObject, PodGroupConditionPayload, RejectedField
 from contracts.usage import UsageReport
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
@@ -222,6 +222,15 @@ class ApiHeaders(Message, frozen=True, kw_only=True):
     tracestate: TraceState | UnsetType = UNSET
 
 
+class CreateRequest(Message, frozen=True, kw_only=True):
+    """lahar.api.create, JSON: the controllers' (and the operator's) create of one object."""
+
+    object: Annotated[
+        EncodedObject,
+        msgspec.Meta(description="the object to create, in contracts.codec's tagged encoding {kind, object}"),
+    ]
+
+
 class DeleteRequest(Message, frozen=True, kw_only=True):
     """lahar.api.delete, JSON."""
 
@@ -404,6 +413,7 @@ MESSAGES: dict[str, type[msgspec.Struct] | tuple[type[msgspec.Struct], ...]] = {
     "UsageReport": UsageReport,
     "IntakeHeaders": IntakeHeaders,
     "ApiHeaders": ApiHeaders,
+    "CreateRequest": CreateRequest,
     "DeleteRequest": DeleteRequest,
     "CommandRequest": CommandRequest,
     "TenantApplyRequest": TenantApplyRequest,

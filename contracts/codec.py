@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contracts import objects
+from contracts import objects, objects_flow
 from contracts.codec_decode import decode
 from contracts.codec_encode import encode
 from contracts.codec_values import DecodeError
@@ -34,6 +34,9 @@ KINDS: Mapping[str, type[ApiObject]] = {
         objects.HyperNode,
         objects.Job,
         objects.Command,
+        objects_flow.CronJob,
+        objects_flow.JobTemplate,
+        objects_flow.JobFlow,
     )
 }
 

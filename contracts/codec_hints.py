@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 import typing
 from typing import Any
@@ -14,9 +15,11 @@ SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def field_hints(cls: type) -> tuple[tuple[str, Any], ...]:
-    """(field name, resolved hint) in field order. Names resolve in `contracts.objects`, where every API
-    dataclass and the types its fields use are defined (the annotations are strings there)."""
-    hints = typing.get_type_hints(cls, vars(objects))
+    """(field name, resolved hint) in field order. Names resolve in `contracts.objects`, where the API
+    dataclasses and the types their fields use are defined (the annotations are strings there), and in
+    the class's own module (contracts/objects_flow.py's kinds name types of both)."""
+    own = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+    hints = typing.get_type_hints(cls, {**vars(objects), **own})
     return tuple((field.name, hints[field.name]) for field in dataclasses.fields(cls))
 
 

@@ -27,9 +27,9 @@ DESCHEDULER = "descheduler"
 @dataclass(frozen=True, slots=True)
 class EventType:
     name: str
-    subject_kind: (
-        str  # job | podgroup | pod | queue | node | priorityclass | hypernode | command | rejection | tenant
-    )
+    # job | podgroup | pod | queue | node | priorityclass | hypernode | command | rejection | tenant |
+    # cronjob | jobtemplate | jobflow
+    subject_kind: str
     writer: str
     payload_class: type[payloads.Payload]  # what the payload holds (contracts/payloads.py)
     summary: str
@@ -112,6 +112,42 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
         "HyperNodeApplied", "hypernode", ADMISSION, payloads.HyperNodeApplied, "a HyperNode was applied"
     ),
     EventType("HyperNodeDeleted", "hypernode", ADMISSION, payloads.Empty, "a HyperNode was deleted"),
+    EventType(
+        "CronJobApplied",
+        "cronjob",
+        ADMISSION,
+        payloads.CronJobApplied,
+        "a CronJob was created or its spec changed (the job-controller makes its scheduled jobs)",
+    ),
+    EventType(
+        "CronJobDeleted",
+        "cronjob",
+        ADMISSION,
+        payloads.Empty,
+        "a CronJob was deleted; the job-controller has its jobs deleted",
+    ),
+    EventType(
+        "JobTemplateApplied",
+        "jobtemplate",
+        ADMISSION,
+        payloads.JobTemplateApplied,
+        "a JobTemplate (a Job spec JobFlows make jobs of) was created or changed",
+    ),
+    EventType("JobTemplateDeleted", "jobtemplate", ADMISSION, payloads.Empty, "a JobTemplate was deleted"),
+    EventType(
+        "JobFlowApplied",
+        "jobflow",
+        ADMISSION,
+        payloads.JobFlowApplied,
+        "a JobFlow (a DAG of jobs made from JobTemplates) was created or its spec changed",
+    ),
+    EventType(
+        "JobFlowDeleted",
+        "jobflow",
+        ADMISSION,
+        payloads.Empty,
+        "a JobFlow was deleted; the job-controller has its jobs deleted unless its jobRetainPolicy is retain",
+    ),
     EventType(
         "CommandIssued",
         "command",

@@ -3,7 +3,8 @@
 An event lives on lahar.ev.<kind>.<producer>.<type>.<namespace>.<name>, and readers key their state by
 the subject's object. A payload that carries an API object (every ObjectPayload: JobSubmitted,
 JobUpdated, PodSubmitted, PodGroupSubmitted, QueueApplied, PriorityClassApplied, HyperNodeApplied,
-PodGroupCreated, PodCreated, NodeRegistered) names it again in its metadata; a forged or buggy event
+CronJobApplied, JobTemplateApplied, JobFlowApplied, PodGroupCreated, PodCreated, NodeRegistered) names it
+again in its metadata; a forged or buggy event
 whose two names differ once reached the job-controller's plain-pod fold keyed one way and read the
 other, and raised. So:
 

@@ -141,6 +141,44 @@ HYPERNODE = kind_object(
 )
 COMMAND = kind_object("action reason message", target=OWNER_REFERENCE)
 
+# --- batch.volcano.sh/v1alpha1 CronJob, flow.volcano.sh/v1alpha1 JobTemplate and JobFlow ------------
+
+CRONJOB = kind_object(
+    spec=obj(
+        "schedule timeZone startingDeadlineSeconds concurrencyPolicy suspend successfulJobsHistoryLimit"
+        " failedJobsHistoryLimit",
+        jobTemplate=obj(metadata=OBJECT_META, spec=JOB_SPEC),
+    ),
+    # active: core/v1 ObjectReferences to the running jobs
+    status=obj(
+        "lastScheduleTime lastSuccessfulTime",
+        active=obj("kind namespace name uid apiVersion resourceVersion fieldPath"),
+    ),
+)
+# a JobTemplate's spec is a Job's spec
+JOB_TEMPLATE = kind_object(spec=JOB_SPEC, status=obj("jobDependsOnList"))
+FLOW_PROBE = obj(
+    httpGetList=obj("taskName path port", httpHeader=obj("name value")),
+    tcpSocketList=obj("taskName port"),
+    taskStatusList=obj("taskName phase"),
+)
+JOB_FLOW = kind_object(
+    spec=obj(
+        "jobRetainPolicy",
+        flows=obj("name", dependsOn=obj("targets", probe=FLOW_PROBE), patch=obj(spec=JOB_SPEC)),
+    ),
+    status=obj(
+        "pendingJobs runningJobs failedJobs completedJobs terminatedJobs unKnowJobs",
+        jobStatusList=obj(
+            "name state startTimestamp endTimestamp restartCount",
+            runningHistories=obj("startTimestamp endTimestamp state"),
+        ),
+        # job name -> its condition
+        conditions=MapOf(obj("phase createTime runningDuration", taskStatusCount=MapOf(obj(phase=FREE)))),
+        state=obj("phase"),
+    ),
+)
+
 # --- Kubernetes: Pod, Node (core/v1), PriorityClass (scheduling.k8s.io/v1) ---------------------------
 
 POD = kind_object(spec=POD_SPEC, status=POD_STATUS)
@@ -156,6 +194,9 @@ KINDS: Mapping[str, Shape] = {
     "Pod": POD,
     "Node": NODE,
     "PriorityClass": PRIORITY_CLASS,
+    "CronJob": CRONJOB,
+    "JobTemplate": JOB_TEMPLATE,
+    "JobFlow": JOB_FLOW,
 }
 
 

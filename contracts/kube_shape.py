@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from contracts.kube_shape_core import Doc, kube_node, kube_pod, kube_priority_class
+from contracts.kube_shape_flow import kube_cronjob, kube_jobflow, kube_jobtemplate
 from contracts.kube_shape_volcano import kube_command, kube_hypernode, kube_job, kube_podgroup, kube_queue
 from contracts.objects import API_VERSIONS, ApiObject
 
@@ -30,6 +31,9 @@ _SHAPES: Mapping[str, Callable[[Any], Doc]] = {
     "HyperNode": kube_hypernode,
     "Job": kube_job,
     "Command": kube_command,
+    "CronJob": kube_cronjob,
+    "JobTemplate": kube_jobtemplate,
+    "JobFlow": kube_jobflow,
 }
 
 

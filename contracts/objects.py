@@ -1,5 +1,6 @@
 """Immutable typed values for the API objects lahar reads: Kubernetes-shaped Node, Pod and PriorityClass,
-and Volcano's Job, Queue, PodGroup, HyperNode and Command.
+and Volcano's Job, Queue, PodGroup, HyperNode and Command (CronJob, JobTemplate and JobFlow are in
+contracts/objects_flow.py).
 
 Parsing from YAML/JSON lives in `contracts.parse`; these types hold already-validated values. Mappings are
 read-only views and sequences are tuples, so a value can be shared between a snapshot and any number of
@@ -495,7 +496,22 @@ class Command:
     kind = "Command"
 
 
-ApiObject = Node | Pod | PriorityClass | PodGroup | Queue | HyperNode | Job | Command
+# the job-making kinds build on the classes above (contracts/objects_flow.py says why this import is last)
+from contracts.objects_flow import CronJob, JobFlow, JobTemplate  # noqa: E402
+
+ApiObject = (
+    Node
+    | Pod
+    | PriorityClass
+    | PodGroup
+    | Queue
+    | HyperNode
+    | Job
+    | Command
+    | CronJob
+    | JobTemplate
+    | JobFlow
+)
 
 API_VERSIONS: Mapping[str, str] = MappingProxyType(
     {
@@ -507,6 +523,9 @@ API_VERSIONS: Mapping[str, str] = MappingProxyType(
         "HyperNode": "topology.volcano.sh/v1alpha1",
         "Job": "batch.volcano.sh/v1alpha1",
         "Command": "bus.volcano.sh/v1alpha1",
+        "CronJob": "batch.volcano.sh/v1alpha1",
+        "JobTemplate": "flow.volcano.sh/v1alpha1",
+        "JobFlow": "flow.volcano.sh/v1alpha1",
     }
 )
 # earlier versions of a kind whose fields lahar reads are the same, accepted and read as the current one

@@ -32,6 +32,7 @@ from contracts.parse_fields import (
     describe,
     duration_seconds,
 )
+from contracts.parse_flow import parse_cronjob, parse_jobflow, parse_jobtemplate
 from contracts.parse_volcano import (
     parse_command,
     parse_hypernode,
@@ -51,6 +52,9 @@ _PARSERS: Mapping[str, Callable[[Fields, ObjectMeta], ApiObject]] = {
     "HyperNode": parse_hypernode,
     "Job": parse_job,
     "Command": parse_command,
+    "CronJob": parse_cronjob,
+    "JobTemplate": parse_jobtemplate,
+    "JobFlow": parse_jobflow,
 }
 SUPPORTED_KINDS = frozenset(_PARSERS)  # every kind a manifest may be
 

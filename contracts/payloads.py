@@ -162,6 +162,18 @@ class HyperNodeApplied(ObjectPayload, frozen=True, kw_only=True):
     pass
 
 
+class CronJobApplied(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class JobTemplateApplied(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
+class JobFlowApplied(ObjectPayload, frozen=True, kw_only=True):
+    pass
+
+
 class CommandIssued(Payload, frozen=True, kw_only=True):
     action: Annotated[str, _about("AbortJob, RestartJob, ResumeJob, ... (bus.volcano.sh actions)")]
     target_kind: Annotated[str, _about("Job | Queue")]
@@ -368,6 +380,9 @@ _OBJECT_KINDS = {
     "QueueApplied": "Queue",
     "PriorityClassApplied": "PriorityClass",
     "HyperNodeApplied": "HyperNode",
+    "CronJobApplied": "CronJob",
+    "JobTemplateApplied": "JobTemplate",
+    "JobFlowApplied": "JobFlow",
     "PodGroupCreated": "PodGroup",
     "PodCreated": "Pod",
     "NodeRegistered": "Node",

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from contracts.events import BINDER, JOB_CONTROLLER, QUEUE_CONTROLLER
 
 KINDS_BY_WRITER: Mapping[str, tuple[str, ...]] = {
-    JOB_CONTROLLER: ("job", "podgroup", "pod"),
+    JOB_CONTROLLER: ("job", "podgroup", "pod", "cronjob", "jobflow", "jobtemplate"),
     QUEUE_CONTROLLER: ("queue", "priorityclass", "hypernode"),  # all cluster-scoped
     BINDER: ("node",),
 }

@@ -2,7 +2,8 @@
 the result of waiting for a job, and a job's history from the event log.
 
 Read-model keys use the event subject kinds (`job`, `podgroup`, `pod`, `queue`, `priorityclass`,
-`hypernode`, `node`: `/lahar/objects/<kind>/<namespace or _>/<name>`); values are
+`hypernode`, `node`, `cronjob`, `jobflow`, `jobtemplate`: `/lahar/objects/<kind>/<namespace or _>/<name>`);
+values are
 `contracts.codec.encode_object` mappings ({"kind", "object"}).
 """
 
@@ -26,8 +27,11 @@ API_KINDS: Mapping[str, str] = {
     "priorityclass": "PriorityClass",
     "hypernode": "HyperNode",
     "node": "Node",
+    "cronjob": "CronJob",
+    "jobflow": "JobFlow",
+    "jobtemplate": "JobTemplate",
 }
-NAMESPACED = frozenset({"job", "podgroup", "pod"})
+NAMESPACED = frozenset({"job", "podgroup", "pod", "cronjob", "jobflow", "jobtemplate"})
 # what a user may type (kubectl's and vcctl's names and short names)
 ALIASES: Mapping[str, str] = {
     **{name: "job" for name in ("jobs", "job", "vcjob", "vcjobs", "vj")},
@@ -37,6 +41,10 @@ ALIASES: Mapping[str, str] = {
     **{name: "node" for name in ("nodes", "node", "no")},
     **{name: "priorityclass" for name in ("priorityclasses", "priorityclass", "pc")},
     **{name: "hypernode" for name in ("hypernodes", "hypernode", "hn")},
+    # kubectl's cj, and the short names of Volcano's CRDs (cronvj, cronvcjob, jf, jt)
+    **{name: "cronjob" for name in ("cronjobs", "cronjob", "cj", "cronvj", "cronvcjob", "cronvcjobs")},
+    **{name: "jobflow" for name in ("jobflows", "jobflow", "jf")},
+    **{name: "jobtemplate" for name in ("jobtemplates", "jobtemplate", "jt")},
 }
 FINAL_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
 

@@ -29,6 +29,17 @@ Key = Hashable
 _OUTPUT_ID_NAMESPACE = uuid.UUID("6a1f0c5e-2d3b-4b8e-9f47-1c0d2e3f4a5b")
 
 
+# Fixed namespace for ids derived from a cause (uuid5): the same cause and index always yield the same id,
+# so a decision that is replayed or retried publishes with the same Nats-Msg-Id and is deduplicated.
+_DERIVED_ID_NAMESPACE = uuid.UUID("3f6f1c1e-9a47-4c61-9d0e-6c2f4b8f0a51")
+
+
+def derived_event_id(cause_id: str, index: int = 0) -> str:
+    """A deterministic id for the index-th event caused by cause_id: admission's events carry the ids
+    derived from their request's id (shared/bus/envelope.py re-exports it for the shells)."""
+    return str(uuid.uuid5(_DERIVED_ID_NAMESPACE, f"{cause_id}/{index}"))
+
+
 def deterministic_id(service: str, event_type: str, *key: object) -> str:
     """The id of the event that records one fact, e.g. ("job-controller", "PodCreated", pod_key, version).
 

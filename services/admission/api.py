@@ -1,6 +1,9 @@
 """Admission's request/reply API on core NATS (queue group "admission", so instances share the load).
 
 - `lahar.api.apply`: the body is manifest text, YAML or JSON, possibly several documents.
+- `lahar.api.create`: a JSON object {"object": an object in contracts.codec's tagged encoding}, refused if
+  it exists (kubectl create). The controllers' verb (the job-controller makes a CronJob's or JobFlow's
+  jobs with it: core/authorize.py), and the operator's; the object is checked as an applied one is.
 - `lahar.api.delete`: a JSON object {"kind", "namespace", "name"}.
 - `lahar.api.command`: a JSON object {"action", "target_kind", "namespace", "name"}; actions suspend
   (AbortJob), resume (ResumeJob), restart (RestartJob), terminate (TerminateJob), complete (CompleteJob),
@@ -41,14 +44,15 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from opentelemetry.trace import SpanKind
 
+from contracts.codec import DecodeError, decode_object
 from contracts.errors import FieldError
 from contracts.objects import API_VERSIONS, CLUSTER_SCOPED, Command, ObjectMeta, OwnerReference
 from contracts.parse_fields import describe
 from services.admission.context_core import Plan
-from services.admission.core.authorize import ApiPrincipal, Forbidden, authorized
+from services.admission.core.authorize import ApiPrincipal, Forbidden, authorized, controllers_only
 from services.admission.core.command_rules import ACTIONS_BY_KIND
 from services.admission.core.context import ClusterContext
-from services.admission.core.decide import COMMAND, DELETE, UPDATE, Request
+from services.admission.core.decide import COMMAND, CREATE, DELETE, UPDATE, Request
 from services.admission.core.rejection_size import fit_errors
 from services.admission.intake import HEADERS_ALLOWANCE, Conflict, Unavailable, too_large_to_write
 from services.admission.manifests import Invalid, apply_requests, parse_manifests, validate_mode
@@ -60,7 +64,7 @@ from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context
 log = structlog.get_logger(__name__)
 
 QUEUE_GROUP = "admission"
-VERBS = ("apply", "delete", "command", *TENANT_VERBS)
+VERBS = ("apply", "create", "delete", "command", *TENANT_VERBS)
 # the server's account of who sent a request crossing an account boundary (an import with share: true)
 REQUEST_INFO_HEADER = "Nats-Request-Info"
 DRY_RUN_HEADER = "Lahar-Dry-Run"
@@ -106,6 +110,18 @@ def _kind(value: str, path: str) -> str:
             [FieldError(REQUEST, path, f"expected one of {', '.join(API_VERSIONS)}, got {describe(value)}")]
         )
     return kind
+
+
+def create_requests(body: Mapping[str, Any]) -> Callable[[ClusterContext], list[Request]]:
+    encoded = body.get("object")
+    if not isinstance(encoded, dict):
+        raise Invalid([FieldError(REQUEST, "object", f"expected an encoded object, got {describe(encoded)}")])
+    try:
+        obj = decode_object(encoded)
+    except (DecodeError, TypeError, ValueError) as exc:
+        raise Invalid([FieldError(REQUEST, "object", f"not an object lahar can read: {exc}")]) from exc
+    document = f"{obj.kind} {obj.meta.key}"
+    return lambda _context: [Request(CREATE, obj, document=document)]
 
 
 def delete_requests(body: Mapping[str, Any]) -> Callable[[ClusterContext], list[Request]]:
@@ -328,6 +344,7 @@ class ApiServer:
                     raise Invalid([FieldError(REQUEST, "", f"the request is {len(data)} bytes")])
                 body = _json_object(data) if data.strip() else {}
                 return await answer_tenant(self.port, verb, body, principal, request_id, dry_run)
+            build: Callable[[ClusterContext], Sequence[Request]]
             if verb == "apply":
                 validate = validate_mode(headers, source or REQUEST)
                 manifests = parse_manifests(data, source or REQUEST, limit, self.port.pod_caps, validate)
@@ -336,6 +353,8 @@ class ApiServer:
             elif len(data) > limit:
                 message = f"the request is {len(data)} bytes, the limit is {limit}"
                 raise Invalid([FieldError(REQUEST, "", message)])
+            elif verb == "create":
+                build = controllers_only(create_requests(_json_object(data)), principal)
             elif verb == "delete":
                 build = delete_requests(_json_object(data))
             else:

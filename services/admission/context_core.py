@@ -33,6 +33,7 @@ from contracts.objects import (
     PriorityClass,
     Queue,
 )
+from contracts.objects_flow import CronJob, JobFlow, JobTemplate
 from contracts.payloads import ObjectPayload, decode_as
 from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
@@ -47,6 +48,7 @@ CHECKPOINT_VERSION = 1
 # subjects admission writes to, whose last sequence guards its writes
 GUARDED_KINDS = frozenset(
     {"job", "queue", "priorityclass", "hypernode", "command", "pod", "podgroup", TENANT_KIND}
+    | {"cronjob", "jobtemplate", "jobflow"}
 )
 # a pod counts against its queue from its binding until it stops (Volcano's queue status.allocated)
 _ALLOCATING = frozenset({"PodBound", "PodRunning", "PodEvicting"})
@@ -58,6 +60,9 @@ _TABLES = {
     "hypernode": "hypernodes",
     "pod": "plain_pods",
     "podgroup": "podgroups",
+    "cronjob": "cronjobs",
+    "jobtemplate": "jobtemplates",
+    "jobflow": "jobflows",
 }
 
 
@@ -77,6 +82,9 @@ class View:
     allocated: dict[str, int] = field(default_factory=dict)  # queue -> its allocated pods (from `pods`)
     subjects: dict[str, int] = field(default_factory=dict)  # subject_key -> last seq
     tenants: dict[str, Tenant] = field(default_factory=dict)  # the registry, by name
+    cronjobs: dict[str, CronJob] = field(default_factory=dict)  # "namespace/name", like the next two
+    jobtemplates: dict[str, JobTemplate] = field(default_factory=dict)
+    jobflows: dict[str, JobFlow] = field(default_factory=dict)
     seq: int = 0
 
     def subject_seq(self, kind: str, namespace: str | None, name: str) -> int:
@@ -95,6 +103,9 @@ class View:
             podgroups=MappingProxyType(self.podgroups),
             queue_pods=MappingProxyType(self.allocated),
             tenants=MappingProxyType(self.tenants),
+            cronjobs=MappingProxyType(self.cronjobs),
+            jobtemplates=MappingProxyType(self.jobtemplates),
+            jobflows=MappingProxyType(self.jobflows),
         )
 
 
@@ -220,6 +231,12 @@ _HANDLERS: Mapping[str, Callable[[View, Event], None]] = {
     "PodWithdrawn": _pod_withdrawn,
     "PodGroupSubmitted": _put("podgroups"),
     "PodGroupWithdrawn": _drop("podgroups"),
+    "CronJobApplied": _put("cronjobs"),
+    "CronJobDeleted": _drop("cronjobs"),
+    "JobTemplateApplied": _put("jobtemplates"),
+    "JobTemplateDeleted": _drop("jobtemplates"),
+    "JobFlowApplied": _put("jobflows"),
+    "JobFlowDeleted": _drop("jobflows"),
     "PodCreated": _pod_created,
     "TenantApplied": _tenant,
     "TenantDeleted": _tenant,
@@ -265,10 +282,16 @@ class Plan:
     errors: tuple[FieldError, ...] = ()
 
 
+# the kinds admission stores, which get their identity (uid, creation time) when created
+STORED_KINDS = frozenset(
+    {"Job", "Queue", "PriorityClass", "HyperNode", "Pod", "PodGroup", "CronJob", "JobTemplate", "JobFlow"}
+)
+
+
 def stamp(obj: ApiObject, context: ClusterContext, uid: str, now: float) -> ApiObject:
     """A new object gets its identity here (the API server's job in Kubernetes); an existing one keeps
     its own, which `decide` carries over."""
-    if obj.kind not in ("Job", "Queue", "PriorityClass", "HyperNode", "Pod", "PodGroup"):
+    if obj.kind not in STORED_KINDS:
         return obj
     if context.existing(obj.kind, obj.meta.namespace, obj.meta.name) is not None:
         return obj
@@ -394,6 +417,9 @@ class AdmissionViewCore:
                     state.hypernodes,
                     state.plain_pods,
                     state.podgroups,
+                    state.cronjobs,
+                    state.jobtemplates,
+                    state.jobflows,
                 )
                 for obj in table.values()
             ],

@@ -89,6 +89,12 @@ _MESSAGES: Mapping[str, Callable[[Mapping[str, Any]], str]] = {
         f"{p.get('action', '?')} issued for {p.get('target_kind', '')} {p.get('target', '')}"
     ),
     "ManifestRejected": _rejected,
+    "CronJobApplied": lambda p: "cronjob created or changed",
+    "CronJobDeleted": lambda p: "cronjob deleted; its jobs follow",
+    "JobTemplateApplied": lambda p: "jobtemplate created or changed",
+    "JobTemplateDeleted": lambda p: "jobtemplate deleted",
+    "JobFlowApplied": lambda p: "jobflow created or changed",
+    "JobFlowDeleted": lambda p: "jobflow deleted",
     "TenantApplied": lambda p: f"tenant {p.get('name', '')} registered",
     "TenantDeleted": lambda p: "tenant removed",
     "PodGroupCreated": lambda p: "podgroup created",

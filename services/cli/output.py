@@ -120,6 +120,13 @@ COLUMNS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "node": (("NAME", "STATUS", "CPU", "MEMORY", "PODS", "AGE"), ("TAINTS",)),
     "priorityclass": (("NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"), ("PREEMPTIONPOLICY",)),
     "hypernode": (("NAME", "TIER", "TIERNAME", "MEMBERS", "AGE"), ()),
+    # kubectl's columns for a CronJob; Volcano's (vcctl, the CRD's) for a JobFlow and a JobTemplate
+    "cronjob": (
+        ("NAME", "SCHEDULE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"),
+        ("TIMEZONE", "CONCURRENCY", "LAST SUCCESSFUL"),
+    ),
+    "jobflow": (("NAME", "STATUS", "AGE"), ("JOBS", "COMPLETED", "FAILED", "MESSAGE")),
+    "jobtemplate": (("NAME", "AGE"), ("JOBS",)),
 }
 
 
@@ -164,6 +171,18 @@ def row(obj: Any, now: float) -> dict[str, Any]:
         values["PREEMPTIONPOLICY"] = obj.preemption_policy
     elif kind == "HyperNode":
         values |= {"TIER": obj.tier, "TIERNAME": obj.tier_name, "MEMBERS": len(obj.members)}
+    elif kind == "CronJob":
+        s = obj.status
+        values |= {"SCHEDULE": obj.schedule, "SUSPEND": obj.suspend, "ACTIVE": len(s.active)}
+        values["LAST SCHEDULE"] = "" if s.last_schedule_time is None else age(s.last_schedule_time, now)
+        values |= {"TIMEZONE": obj.time_zone, "CONCURRENCY": obj.concurrency_policy}
+        values["LAST SUCCESSFUL"] = "" if s.last_successful_time is None else age(s.last_successful_time, now)
+    elif kind == "JobFlow":
+        s = obj.status
+        values |= {"STATUS": s.phase, "JOBS": f"{len(s.job_status_list)}/{len(obj.flows)}"}
+        values |= {"COMPLETED": len(s.completed_jobs), "FAILED": len(s.failed_jobs), "MESSAGE": s.message}
+    elif kind == "JobTemplate":
+        values["JOBS"] = ",".join(obj.status.job_depends_on_list)
     return values
 
 

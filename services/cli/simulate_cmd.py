@@ -67,6 +67,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"{usage}an older sample leaves its node unknown (default {DEFAULT_STALE_AFTER_S:.0f}s)",
     )
     p.add_argument(
+        "--horizon",
+        default="1h",
+        metavar="DURATION",
+        help="simulated time after which CronJobs stop firing (every one is suspended), so that a run "
+        "with CronJobs ends (default 1h)",
+    )
+    p.add_argument(
         "--events", action="store_true", help="add the simulated event log to the report, in order"
     )
     p.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
@@ -106,6 +113,11 @@ def _progress_printer(enabled: bool):
 
 def run(args: argparse.Namespace) -> int:
     try:
+        horizon = duration_seconds(args.horizon)
+    except ValueError as exc:
+        print(f"lahar simulate: --horizon: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    try:
         objects = load_files([Path(f) for f in args.filename])
         problems = [error for obj in objects for error in annotation_errors(obj)]
         if problems:
@@ -127,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         period_s=args.period,
         progress=progress,
         node_usage=UsageSimulation(args.usage_period, args.usage_window, args.usage_stale_after),
+        horizon_s=horizon,
     )
     if sys.stderr.isatty():
         print("\r", end="", file=sys.stderr)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from contracts.cron import Schedule, ScheduleError, parse_schedule
 from contracts.errors import ManifestError
 from contracts.parse_fields import duration_seconds
 from services.descheduler.core.evictor import Settings
 from services.descheduler.core.policy import DeschedulerPolicy
 from services.descheduler.core.policy_parse import parse_policy
-from shared.cron import CronError, CronSchedule, parse_cron
 from shared.runner import RunnerConfig
 
 DEFAULT_INTERVAL = "10m"  # Volcano's descheduler runs every 10 minutes unless told otherwise
@@ -25,7 +25,8 @@ class DeschedulerConfig(RunnerConfig):
 
     policy_config_file: str  # a descheduler/v1alpha2 DeschedulerPolicy (Volcano's --policy-config-file)
     descheduling_interval: str = DEFAULT_INTERVAL  # a Go duration; 0: run on the cron expression
-    descheduling_interval_cron_expression: str = ""  # five-field cron (UTC); used when the interval is 0
+    # five-field cron (UTC, or a CRON_TZ=zone prefix); used when the interval is 0
+    descheduling_interval_cron_expression: str = ""
     dry_run: bool = False  # list what would be evicted and why, evict nothing
     cooldown: str = "30m"  # a pod the descheduler evicted is left alone this long (its replacement too)
     usage_stale_after: str = "5m"  # LoadAware: a node whose newest usage sample is older is not judged
@@ -42,8 +43,8 @@ class DeschedulerConfig(RunnerConfig):
                 problems.append(f"{name}: expected a non-negative duration, got {getattr(self, name)!r}")
         if self.descheduling_interval_cron_expression:
             try:
-                parse_cron(self.descheduling_interval_cron_expression)
-            except CronError as exc:
+                parse_schedule(self.descheduling_interval_cron_expression)
+            except ScheduleError as exc:
                 problems.append(f"descheduling_interval_cron_expression: {exc}")
         elif not problems and duration_seconds(self.descheduling_interval) == 0:
             problems.append(
@@ -65,10 +66,12 @@ class DeschedulerConfig(RunnerConfig):
         return duration_seconds(self.descheduling_interval)
 
     @property
-    def schedule(self) -> CronSchedule | None:
+    def schedule(self) -> Schedule | None:
+        """The cron schedule runs follow (UTC unless the expression names a zone with CRON_TZ=), when
+        the interval is 0; the same parser as a CronJob's (contracts/cron.py)."""
         if self.interval_s > 0 or not self.descheduling_interval_cron_expression:
             return None
-        return parse_cron(self.descheduling_interval_cron_expression)
+        return parse_schedule(self.descheduling_interval_cron_expression)
 
     @property
     def settings(self) -> Settings:

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 from opentelemetry.trace import Tracer
 
+from contracts.cron import next_time
 from contracts.events import DESCHEDULER
 from services.descheduler.config import DeschedulerConfig
 from services.descheduler.core.core import DeschedulerCore
@@ -117,7 +118,7 @@ class DeschedulerService(EventSourcedService[Any]):
                 except Exception:  # one bad run (a bug, an odd object) must not stop the service
                     log.exception("descheduling run failed")
             if schedule is not None:
-                due = schedule.next_after(self.clock()) or float("inf")
+                due = next_time(schedule, self.clock()) or float("inf")
             else:
                 due = self.clock() + interval
 

@@ -1,6 +1,7 @@
-"""The job-controller service: its core (services/job_controller/core/controller.py: Jobs, and plain Pods
-and PodGroups) on the event loop, one leader at a time (standbys follow the log), writing the read model
-of Jobs, PodGroups and Pods.
+"""The job-controller service: its core (services/job_controller/core/controller.py: Jobs, plain Pods
+and PodGroups, CronJobs and JobFlows) on the event loop, one leader at a time (standbys follow the log),
+writing the read model of Jobs, PodGroups, Pods, CronJobs, JobFlows and JobTemplates. The jobs of
+CronJobs and JobFlows it asks admission to create and delete (requests.py).
 
 Run it with `python -m services.job_controller --nats-url URL --etcd-endpoint HOST:PORT`.
 """
@@ -12,11 +13,13 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+import structlog
 from opentelemetry.trace import Tracer
 
 from contracts.events import JOB_CONTROLLER
 from services.job_controller.core.controller import ControllerCore, ControllerState
 from services.job_controller.core.phase import FINAL_PHASES
+from services.job_controller.requests import RequestingPublisher
 from shared.bus.jetstream import Bus
 from shared.runner import RunnerConfig
 from shared.runner.read_model import ReadModelService
@@ -24,6 +27,8 @@ from shared.service import connect_bus, connect_etcd
 from shared.store.etcd import Etcd
 from shared.store.read_model import Write
 from shared.telemetry.metrics import Registry
+
+log = structlog.get_logger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -45,6 +50,14 @@ class JobControllerService(ReadModelService[ControllerState]):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(ControllerCore(), bus, etcd, config, registry=registry, tracer=tracer, clock=clock)
+        self.publisher = RequestingPublisher(
+            bus,
+            self.name,
+            self.tracer,
+            self.metrics,
+            inflight_timeout_s=config.inflight_timeout_s,
+            clock=clock,
+        )
         # Volcano's job phase counters (one series per job), counted once per job as this leader sees it
         # reach the phase; a job found finished when a term starts was counted by an earlier leader.
         labels = ("job_name", "queue_name")
@@ -53,6 +66,13 @@ class JobControllerService(ReadModelService[ControllerState]):
             "Failed": self.registry.counter("volcano_job_failed_phase_count", "Jobs failed", labels),
         }
         self._finished: set[str] = set()  # keys of the jobs known to have finished
+
+    async def after_reconcile(self) -> None:
+        await super().after_reconcile()
+        notes = self.state.workloads.notes
+        for note in notes:
+            log.warning("cronjob", note=note)
+        notes.clear()
 
     def written(self, write: Write, *, full: bool) -> None:
         if write.kind != "job":

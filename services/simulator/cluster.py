@@ -3,8 +3,13 @@ controllers' cores, the scheduling session with the binder's plan events, and th
 
 Everything that happens is an event of the log (log.py), written by the service that would write it in
 the stack, folded into the controllers' cores and applied to the world (world.py) as it is written:
-- a Job arriving is JobSubmitted (defaulted as admission's mutate_job does); a Queue, PriorityClass or
-  Command arriving is QueueApplied, PriorityClassApplied or CommandIssued;
+- a Job arriving is JobSubmitted (defaulted as admission's mutate_job does); a Queue, PriorityClass,
+  Command, CronJob, JobTemplate or JobFlow arriving is QueueApplied, PriorityClassApplied, CommandIssued,
+  CronJobApplied, JobTemplateApplied or JobFlowApplied;
+- the jobs a CronJob or JobFlow makes and deletes are asked of admission by the job-controller (its
+  workloads core's JobSubmitted and JobDeleted outputs): admission's answer is written as it would be,
+  under the id the request asked for, and a CronJob stops firing at the horizon (every CronJob is
+  suspended then, as `kubectl patch cronjob --suspend` would), so a simulation with CronJobs ends;
 - the controllers' outputs (PodGroupCreated, PodCreated, PodDeletionRequested, JobStatusChanged,
   JobCleanedUp, QueueStateChanged, ...) are written until they have nothing more to say (`settle`);
 - a session's decisions become the binder's events: PodBound, PodEvicting and PodGroupStatusChanged for
@@ -25,9 +30,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from contracts import codec
-from contracts.events import ADMISSION, BINDER
+from contracts import codec, payloads
+from contracts.events import ADMISSION, BINDER, JOB_CONTROLLER, writer_of
 from contracts.objects import ApiObject, Command, Job, PriorityClass, Queue
+from contracts.objects_flow import CronJob, JobFlow, JobTemplate
+from contracts.payloads import decode_as
 from contracts.usage import NodeUsage
 from services.admission.core.command_rules import target_key
 from services.admission.core.mutate import mutate_job, mutate_queue
@@ -42,6 +49,9 @@ from services.simulator.controllers import Controllers
 from services.simulator.log import SimLog
 from services.simulator.world import World, arrival_time
 from shared.runner_types import Event, Output, deterministic_id
+
+DEFAULT_HORIZON_S = 3600.0  # how long CronJobs fire in a simulation unless told
+_APPLIED = {"CronJob": "CronJobApplied", "JobTemplate": "JobTemplateApplied", "JobFlow": "JobFlowApplied"}
 
 SIM_REPLICA = "simulator"  # the scheduler replica the plans are attributed to
 SETTLE_ROUNDS = 50
@@ -61,12 +71,13 @@ class _Everything:
 
 
 class SimCluster:
-    def __init__(self, objects: Iterable[object] = ()) -> None:
+    def __init__(self, objects: Iterable[object] = (), *, horizon_s: float = DEFAULT_HORIZON_S) -> None:
         self.log = SimLog()
         self.world = World()
         self.controllers = Controllers()
         self.arrivals: list[tuple[float, object]] = []
         self._unanswered: list[Event] = []  # written, not yet answered by the nodes
+        self._refused: set[str] = set()  # requests of the job-controller admission refused
         for obj in objects:
             meta = getattr(obj, "meta", None)
             arrives = arrival_time(meta) if meta is not None else 0.0
@@ -74,11 +85,18 @@ class SimCluster:
                 self.arrivals.append((arrives, obj))
             else:
                 self.admit(obj, 0.0)
+            if isinstance(obj, CronJob):
+                self.arrivals.append((max(horizon_s, arrives), replace(obj, suspend=True)))
 
     # --- writing ------------------------------------------------------------------------------------
     def write(self, outputs: Iterable[tuple[str, Output]], now: float) -> None:
         """Write a batch (each output with its producer), then let the nodes answer it."""
         for producer, output in outputs:
+            if producer == JOB_CONTROLLER and writer_of(output.type) == ADMISSION:
+                answer = self._answer(output, now)
+                if answer is None:
+                    continue
+                output, producer = answer, ADMISSION
             event = self.log.append(producer, output, now)
             if event is None:
                 continue
@@ -91,6 +109,24 @@ class SimCluster:
                 self.write(answers, now)
 
     # --- admission ----------------------------------------------------------------------------------
+    def _answer(self, request: Output, now: float) -> Output | None:
+        """Admission's event for a request of the job-controller, under the id the request asked for;
+        None for a refused one (its job exists already, or is gone), remembered so it is not asked again."""
+        key = f"{request.namespace}/{request.name}"
+        job = self.world.jobs.get(key)
+        exists = job is not None and job.deleted_time is None
+        payload: dict[str, Any] = {}
+        if request.type == "JobSubmitted" and isinstance(request.payload, payloads.JobSubmitted):
+            made = mutate_job(decode_as(request.payload.object, Job))
+            payload = _object(replace(made, meta=replace(made.meta, uid=request.id, creation_timestamp=now)))
+            refused = exists
+        else:
+            refused = not exists
+        if refused:
+            self._refused.add(request.id)
+            return None
+        return replace(request, payload=payload)
+
     def admit(self, obj: object, now: float) -> None:
         """What admission writes for an accepted object (the simulator does not validate: `lahar validate`
         does). Nodes, hypernodes and the pods and PodGroups of plain manifests go to the world as they are."""
@@ -113,6 +149,14 @@ class SimCluster:
                 self._admitted("QueueApplied", "queue", None, name, _object(mutate_queue(obj)), now)
             elif isinstance(obj, PriorityClass):
                 self._admitted("PriorityClassApplied", "priorityclass", None, name, _object(obj), now)
+            elif isinstance(obj, CronJob | JobTemplate | JobFlow):
+                # created when it arrives (the loaded order stands in for a time when it arrives at once),
+                # with an identity if the manifest has none (its jobs name their maker by it)
+                stamp = now if now > 0 else obj.meta.creation_timestamp
+                uid = obj.meta.uid or f"{obj.meta.namespace}-{obj.meta.name}"
+                stored = replace(obj, meta=replace(obj.meta, uid=uid, creation_timestamp=stamp))
+                namespace = obj.meta.namespace
+                self._admitted(_APPLIED[obj.kind], obj.kind.lower(), namespace, name, _object(stored), now)
 
     def _admitted(
         self,
@@ -147,7 +191,11 @@ class SimCluster:
     def settle(self, now: float) -> None:
         """Reconcile the controllers and write what they say until they have nothing more to write."""
         for _ in range(SETTLE_ROUNDS):
-            outputs = [(p, o) for p, o in self.controllers.reconcile(now) if o.id not in self.log]
+            outputs = [
+                (p, o)
+                for p, o in self.controllers.reconcile(now)
+                if o.id not in self.log and o.id not in self._refused
+            ]
             if not outputs:
                 return
             self.write(outputs, now)

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from services.job_controller.core.workloads.state import WorkloadsState
 from services.scheduler.core.conf import SchedulerConf
 from services.scheduler.core.framework.plan import SessionResult
-from services.simulator.cluster import SimCluster
+from services.simulator.cluster import DEFAULT_HORIZON_S, SimCluster
 from services.simulator.log import SimLog
 from services.simulator.metrics import UsageRecorder
 from services.simulator.usage import UsageSimulation
@@ -40,6 +41,7 @@ class SimulationRun:
     outcome: str = "cycles"  # cycles | idle | deadlock | unschedulable
     usage: UsageRecorder | None = None
     node_usage: UsageSimulation | None = None  # the usage samples, when the conf's usage plugin reads them
+    workloads: WorkloadsState | None = None  # the CronJobs and JobFlows, as the job-controller saw them
 
 
 def stall_outcome(world: World) -> str:
@@ -64,11 +66,13 @@ def simulate(
     period_s: float = 1.0,
     max_cycles: int = 100_000,
     progress: ProgressFn | None = None,
+    horizon_s: float = DEFAULT_HORIZON_S,
     node_usage: UsageSimulation | None = None,
 ) -> SimulationRun:
-    """`node_usage`: how nodes' usage is sampled (default: UsageSimulation's 30 s period), used only when
-    the conf enables the usage plugin."""
-    cluster = SimCluster(objects)
+    """horizon_s: when CronJobs stop firing (every CronJob is suspended then), so that a closed loop with
+    CronJobs ends. `node_usage`: how nodes' usage is sampled (default: UsageSimulation's 30 s period),
+    used only when the conf enables the usage plugin."""
+    cluster = SimCluster(objects, horizon_s=horizon_s)
     world = cluster.world
     run = SimulationRun(world, cluster.log)
     run.usage = UsageRecorder(world)
@@ -114,4 +118,5 @@ def simulate(
         now = max(upcoming, now + period_s)
     run.now = now
     run.usage.finish(now)
+    run.workloads = cluster.controllers.workloads
     return run

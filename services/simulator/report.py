@@ -8,6 +8,7 @@ from contracts.resources import format_quantity
 from services.simulator.engine import SimulationRun
 from services.simulator.log import event_to_plain
 from services.simulator.metrics import coefficient_of_variation
+from services.simulator.workloads import workloads_report, workloads_table
 
 # the payload fields the table shows of an event
 TABLE_FIELDS = ("phase", "retry_count", "node", "reason", "exit_code", "state", "action", "target")
@@ -70,6 +71,8 @@ def build_report(run: SimulationRun, until_idle: bool, events: bool = False) -> 
             for name, q in sorted((last.queues if last else {}).items())
         },
     }
+    if run.workloads is not None:
+        report.update(workloads_report(run.workloads, run.log.events))
     if run.outcome in ("deadlock", "unschedulable"):
         report["message"] = _stuck_message(run)
     if until_idle:
@@ -133,6 +136,7 @@ def render_table(report: dict[str, Any]) -> str:
             f"job-latency CV {fair['job_scheduling_latency_cv']}  "
             f"node-allocation CV {fair['node_allocation_cv']}"
         )
+    lines += workloads_table(report)
     lines.append("")
     lines.append(f"{'PODGROUP':40} {'PHASE':10} CONDITION")
     for key, pg in report["podgroups"].items():

@@ -17,10 +17,9 @@ import msgspec
 from contracts.events import EVENT_TYPES
 from contracts.payloads import Payload, PayloadError
 from contracts.typed_events import RawPayload, decode_payload, encode_payload
+from shared.runner_types import derived_event_id
 
-# Fixed namespace for ids derived from a cause (uuid5): the same cause and index always yield the same id,
-# so a decision that is replayed or retried publishes with the same Nats-Msg-Id and is deduplicated.
-_DERIVED_ID_NAMESPACE = uuid.UUID("3f6f1c1e-9a47-4c61-9d0e-6c2f4b8f0a51")
+__all__ = ["Envelope", "EnvelopeError", "derived_event_id", "new_event_id"]
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 # what str(uuid) gives: the usual id, checked without building a UUID (any form uuid.UUID reads is valid)
@@ -37,11 +36,6 @@ class EnvelopeError(ValueError):
 def new_event_id() -> str:
     """A fresh random event id (shell code only: it is randomness)."""
     return str(uuid.uuid4())
-
-
-def derived_event_id(cause_id: str, index: int = 0) -> str:
-    """A deterministic id for the index-th event caused by cause_id (usable in pure code)."""
-    return str(uuid.uuid5(_DERIVED_ID_NAMESPACE, f"{cause_id}/{index}"))
 
 
 class Envelope(msgspec.Struct, frozen=True):

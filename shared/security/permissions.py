@@ -223,7 +223,12 @@ def permissions(identity: Identity, public_key: str) -> Permissions:
             subscribe=(inbox, f"{API_ROOT}.>"),
             allow_responses=True,  # the API's answers
         )
-    if role in (JOB_CONTROLLER, QUEUE_CONTROLLER):
+    if role == JOB_CONTROLLER:
+        # it asks admission to create and delete the jobs of CronJobs and JobFlows, from inside the
+        # services' account: the only such caller admission lets create from an object's encoding
+        api = (f"{API_ROOT}.create", f"{API_ROOT}.delete")
+        return Permissions(publish=(*_log_writer(role, producer), *api), subscribe=(inbox,))
+    if role == QUEUE_CONTROLLER:
         return Permissions(publish=_log_writer(role, producer), subscribe=(inbox,))
     if role == SCHEDULER:
         return Permissions(

@@ -46,8 +46,10 @@ def test_the_corpus_is_volcano_examples_directory() -> None:
     files = example_files()
     assert len(files) >= 25
     assert all(kinds(path) for path in files)  # none empty
-    # the kinds of Volcano's examples lahar reads today, all of them Jobs' and Queues' at least
     assert sum("Job" in kinds(path) for path in files) >= 18
+    # every file of the copied corpus is of a kind lahar reads (the others were left out when copying)
+    assert [p for p in files if not readable(p)] == []
+    assert {"CronJob", "JobTemplate", "JobFlow"} <= {kind for path in files for kind in kinds(path)}
 
 
 def readable_files() -> list[Path]:

@@ -5,10 +5,20 @@ round-trip through the checked-in JSON Schemas. A type added to contracts/events
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from contracts import payloads
 from contracts.codec import encode_object
-from contracts.objects import Job
+from contracts.objects import Job, ObjectMeta
+from contracts.objects_flow import (
+    CronJob,
+    Flow,
+    FlowDependsOn,
+    FlowProbe,
+    JobFlow,
+    JobTemplate,
+    TaskStatusProbe,
+)
 from contracts.parse import load_documents
 from support.builders import hypernode, node, pod, podgroup, priority_class, queue
 
@@ -40,6 +50,43 @@ def _job() -> Job:
     (job,) = load_documents(_JOB_MANIFEST, "train.yaml")
     assert isinstance(job, Job)
     return job
+
+
+def _cronjob() -> CronJob:
+    job = _job()
+    template = replace(job, meta=replace(job.meta, name=""))
+    return CronJob(
+        meta=ObjectMeta("nightly", uid="5d1e", creation_timestamp=1_700_000_000.0),
+        schedule="0 2 * * *",
+        job_template=template,
+        time_zone="Europe/Berlin",
+        concurrency_policy="Forbid",
+        starting_deadline_seconds=300,
+    )
+
+
+def _template() -> JobTemplate:
+    job = _job()
+    return JobTemplate(
+        meta=replace(job.meta, name="prepare"), spec=replace(job, meta=replace(job.meta, name="prepare"))
+    )
+
+
+def _jobflow() -> JobFlow:
+    return JobFlow(
+        meta=ObjectMeta("pipeline", uid="7a2c"),
+        flows=(
+            Flow("prepare"),
+            Flow(
+                "train",
+                FlowDependsOn(
+                    ("prepare",),
+                    FlowProbe(task_status_list=(TaskStatusProbe(task_name="worker", phase="Succeeded"),)),
+                ),
+            ),
+        ),
+        job_retain_policy="delete",
+    )
 
 
 _PLAN = "3b0e4f5a-8d61-5c2e-9a47-0f1d2c3b4a59"
@@ -80,6 +127,12 @@ EXAMPLES: Mapping[str, payloads.Payload] = {
         object=encode_object(hypernode("rack-1", 1, nodes=["node-1", "node-2"]))
     ),
     "HyperNodeDeleted": payloads.Empty(),
+    "CronJobApplied": payloads.CronJobApplied(object=encode_object(_cronjob())),
+    "CronJobDeleted": payloads.Empty(),
+    "JobTemplateApplied": payloads.JobTemplateApplied(object=encode_object(_template())),
+    "JobTemplateDeleted": payloads.Empty(),
+    "JobFlowApplied": payloads.JobFlowApplied(object=encode_object(_jobflow())),
+    "JobFlowDeleted": payloads.Empty(),
     "CommandIssued": payloads.CommandIssued(action="AbortJob", target_kind="Job", target="default/train"),
     "TenantApplied": payloads.TenantApplied(
         name="team-a", public_keys=("UA" + "A" * 54,), namespaces=("team-a",), queues=("qa",)

@@ -20,6 +20,7 @@ from contracts.objects import (
     Queue,
     frozen_map,
 )
+from contracts.objects_flow import CronJob, JobFlow, JobTemplate
 from services.admission.core.command_rules import validate_command
 from services.admission.core.context import DEFAULT_SCHEDULER, ClusterContext, implicit_queues
 from services.admission.core.hypernode_rules import validate_hypernode
@@ -32,6 +33,7 @@ from services.admission.core.podgroup_rules import validate_podgroup
 from services.admission.core.priority_rules import validate_priority_class
 from services.admission.core.queue_hierarchy import validate_queue_hierarchy
 from services.admission.core.queue_rules import validate_queue_spec
+from services.admission.core.workload_rules import validate_cronjob, validate_jobflow, validate_jobtemplate
 from services.job_controller.core.plain.owner import OWNER, SUBMITTED
 
 
@@ -100,6 +102,12 @@ def admit(obj: ApiObject, context: ClusterContext, document: str, old: ApiObject
         )
     elif isinstance(obj, Command):
         errors += validate_command(obj, context, document)
+    elif isinstance(obj, CronJob):
+        errors += validate_cronjob(obj, context, document)
+    elif isinstance(obj, JobTemplate):
+        errors += validate_jobtemplate(obj, context, document)
+    elif isinstance(obj, JobFlow):
+        errors += validate_jobflow(obj, document)
     return Admitted(obj, tuple(errors), podgroup)
 
 
@@ -114,6 +122,7 @@ def context_from_objects(
     hypernodes: dict[str, HyperNode] = {}
     pods: dict[str, Pod] = {}
     podgroups: dict[str, PodGroup] = {}
+    workloads: dict[str, dict[str, ApiObject]] = {"CronJob": {}, "JobTemplate": {}, "JobFlow": {}}
     for obj in objects:
         if isinstance(obj, Queue):
             queues[obj.meta.name] = mutate_queue(obj)
@@ -127,6 +136,8 @@ def context_from_objects(
             pods[obj.meta.key] = obj
         elif isinstance(obj, PodGroup):
             podgroups[obj.meta.key] = obj
+        elif obj.kind in workloads:
+            workloads[obj.kind][obj.meta.key] = obj
     return ClusterContext(
         queues=frozen_map(queues),
         priority_classes=frozen_map(classes),
@@ -135,4 +146,7 @@ def context_from_objects(
         plain_pods=frozen_map(pods),
         podgroups=frozen_map(podgroups),
         scheduler_names=scheduler_names,
+        cronjobs=frozen_map(workloads["CronJob"]),
+        jobtemplates=frozen_map(workloads["JobTemplate"]),
+        jobflows=frozen_map(workloads["JobFlow"]),
     )

@@ -9,6 +9,11 @@ only come from the operator).
 
 - The operator (its key is one of admission's `operator_keys`) may do everything. On an open bus (no
   operator keys configured and no `Nats-Request-Info`, as in tests and `lahar up --no-auth`) everyone is.
+- A controller: an API request without `Nats-Request-Info` on a secured bus comes from inside the
+  services' account, where only the job-controller may publish on the API (shared/security/
+  permissions.py); it makes and deletes the Jobs of CronJobs and JobFlows, and may do only that: create
+  and delete Jobs, in any namespace (the CronJob or JobTemplate they come from was authorized as its
+  author's).
 - A tenant (a registered key) may create, update, delete and command Jobs, Pods and PodGroups in its
   namespaces only, submit them only to the queues it may use (the queue they are defaulted to counts),
   and never touch cluster-scoped kinds (Queue, PriorityClass, HyperNode, Node), queue commands or the
@@ -26,13 +31,15 @@ from dataclasses import dataclass
 
 from contracts.errors import FieldError
 from contracts.objects import CLUSTER_SCOPED, ApiObject, Command, Job, Pod, PodGroup
+from contracts.objects_flow import CronJob, JobTemplate
 from contracts.parse_fields import join_path
 from services.admission.core.context import DEFAULT_QUEUE, ClusterContext
-from services.admission.core.decide import COMMAND, DELETE, Request
+from services.admission.core.decide import COMMAND, CREATE, DELETE, Request
 from services.admission.core.implicit_podgroup import GROUP_NAME, QUEUE_NAME
 from services.admission.core.tenants import Tenant, tenant_of_key
 
 OPERATOR = "operator"
+CONTROLLER = "controller"
 TENANT = "tenant"
 UNKNOWN = "unknown"
 _OPERATORS_ONLY = "queues, priority classes, hypernodes, nodes and tenants are the operator's"
@@ -72,7 +79,7 @@ class ApiPrincipal:
             # no header: not through the clients' account; only an open bus has no operator keys
             if not self.operator_keys:
                 return Caller(OPERATOR)
-            return Caller(UNKNOWN, who="a caller the server did not identify")
+            return Caller(CONTROLLER, who="a controller (inside the services' account)")
         if self.key in self.operator_keys:
             return Caller(OPERATOR, who=self.key)
         tenant = tenant_of_key(context.tenants, self.key)
@@ -116,6 +123,8 @@ def authorize(caller: Caller, requests: Iterable[Request], context: ClusterConte
     """Every rule the requests break for this caller ([] when all are allowed)."""
     if caller.is_operator:
         return []
+    if caller.kind == CONTROLLER:
+        return [error for request in requests for error in _controller_errors(request)]
     tenant = caller.tenant
     if tenant is None:
         return [not_known(caller)]
@@ -132,7 +141,7 @@ def authorized(
 
     def checked(context: ClusterContext) -> Sequence[Request]:
         caller = principal.resolve(context)
-        if not caller.is_operator and caller.tenant is None:
+        if not caller.is_operator and caller.tenant is None and caller.kind != CONTROLLER:
             raise Forbidden([not_known(caller)])  # before build: it may read what they may not see
         requests = build(context)
         errors = authorize(caller, requests, context)
@@ -141,6 +150,33 @@ def authorized(
         return requests
 
     return checked
+
+
+def controllers_only(
+    build: Callable[[ClusterContext], Sequence[Request]], principal: Principal
+) -> Callable[[ClusterContext], Sequence[Request]]:
+    """build, refused (Forbidden) unless the caller is a controller or the operator: objects in the
+    codec's encoding skip the manifest parser's checks, which the objects a controller sends passed
+    already (in the CronJob or JobTemplate they come from)."""
+
+    def checked(context: ClusterContext) -> Sequence[Request]:
+        caller = principal.resolve(context)
+        if caller.kind not in (OPERATOR, CONTROLLER):
+            who = caller.who or (f"tenant {caller.tenant.name!r}" if caller.tenant else "the caller")
+            raise Forbidden([FieldError("request", "", f"{who} may not create objects this way: apply them")])
+        return build(context)
+
+    return checked
+
+
+def _controller_errors(request: Request) -> list[FieldError]:
+    """A controller creates and deletes Jobs, nothing else."""
+    kind = request.kind if request.operation == DELETE else getattr(request.object, "kind", "")
+    if kind == "Job" and request.operation in (CREATE, DELETE):
+        return []
+    document = request.document or f"{kind or 'request'} {request.name}".strip()
+    message = f"a controller may only create and delete Jobs, not {request.operation} a {kind}"
+    return [FieldError(document, "", message)]
 
 
 def _request_errors(tenant: Tenant, request: Request, context: ClusterContext) -> list[FieldError]:
@@ -192,6 +228,10 @@ def submitted_queue(obj: ApiObject, context: ClusterContext) -> tuple[str, str] 
     namespace_default = context.namespace_queues.get(obj.meta.namespace, DEFAULT_QUEUE)
     if isinstance(obj, Job):
         return obj.queue or DEFAULT_QUEUE, "spec.queue"
+    if isinstance(obj, JobTemplate):  # the jobs a JobFlow makes of it go to its queue
+        return obj.spec.queue or DEFAULT_QUEUE, "spec.queue"
+    if isinstance(obj, CronJob):
+        return obj.job_template.queue or DEFAULT_QUEUE, "spec.jobTemplate.spec.queue"
     if isinstance(obj, PodGroup):
         queue = obj.queue or DEFAULT_QUEUE
         return (namespace_default if queue == DEFAULT_QUEUE else queue), "spec.queue"

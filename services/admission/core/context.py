@@ -20,6 +20,7 @@ from contracts.objects import (
     PriorityClass,
     Queue,
 )
+from contracts.objects_flow import CronJob, JobFlow, JobTemplate
 from contracts.resources import MILLI, PODS
 from services.admission.core.tenants import Tenant
 
@@ -29,6 +30,8 @@ DEFAULT_SCHEDULER = "volcano"
 MAX_QUEUE_DEPTH = 5  # Volcano's --max-queue-depth default
 # Kubernetes creates these two classes itself; they exist in every cluster
 BUILTIN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+# the namespaced kinds admission stores
+NAMESPACED_KINDS = frozenset({"Job", "Pod", "PodGroup", "CronJob", "JobTemplate", "JobFlow"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,9 @@ class ClusterContext:
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
     max_queue_depth: int = MAX_QUEUE_DEPTH
     tenants: Mapping[str, Tenant] = FROZEN_EMPTY  # by name (core/tenants.py; who may write where)
+    cronjobs: Mapping[str, CronJob] = FROZEN_EMPTY  # by "namespace/name", like the next two
+    jobtemplates: Mapping[str, JobTemplate] = FROZEN_EMPTY
+    jobflows: Mapping[str, JobFlow] = FROZEN_EMPTY
 
     def children(self, name: str) -> list[Queue]:
         """Queues whose parent is `name`; a queue without a parent hangs under root, as Volcano's queue
@@ -75,11 +81,14 @@ class ClusterContext:
 
     def existing(self, kind: str, namespace: str, name: str) -> ApiObject | None:
         """The current object of a kind admission stores, or None."""
-        if kind in ("Job", "Pod", "PodGroup"):
+        if kind in NAMESPACED_KINDS:
             tables: dict[str, Mapping[str, ApiObject]] = {
                 "Job": self.jobs,
                 "Pod": self.plain_pods,
                 "PodGroup": self.podgroups,
+                "CronJob": self.cronjobs,
+                "JobTemplate": self.jobtemplates,
+                "JobFlow": self.jobflows,
             }
             namespaced = tables[kind]
             return namespaced.get(f"{namespace}/{name}")

@@ -2,7 +2,8 @@
 them) or reject (with every error). A pure function of the request and the cluster context.
 
 Operations: create, update, apply (create or update, whichever fits), delete and command, on the kinds
-admission records in the log: Job, Queue, PriorityClass and HyperNode specs, plain Pods and PodGroups
+admission records in the log: Job, Queue, PriorityClass, HyperNode, CronJob, JobTemplate and JobFlow
+specs, plain Pods and PodGroups
 (users' own, without a Job: the job-controller creates them, and a plain pod's own PodGroup, from the
 PodSubmitted and PodGroupSubmitted admission writes), and Commands. Nodes register themselves through
 their node agent, so the API turns that kind away.
@@ -35,6 +36,14 @@ from contracts.objects import (
     Queue,
     QueueStatus,
 )
+from contracts.objects_flow import (
+    CronJob,
+    CronJobStatus,
+    JobFlow,
+    JobFlowStatus,
+    JobTemplate,
+    JobTemplateStatus,
+)
 from services.admission.core.admit import admit, describe, validate_meta
 from services.admission.core.command_rules import target_key, validate_command
 from services.admission.core.context import ClusterContext
@@ -55,6 +64,9 @@ APPLIED_EVENTS: Mapping[str, tuple[str, str]] = {
     "HyperNode": ("HyperNodeApplied", "HyperNodeApplied"),
     "Pod": ("PodSubmitted", ""),  # immutable: no update event
     "PodGroup": ("PodGroupSubmitted", ""),
+    "CronJob": ("CronJobApplied", "CronJobApplied"),
+    "JobTemplate": ("JobTemplateApplied", "JobTemplateApplied"),
+    "JobFlow": ("JobFlowApplied", "JobFlowApplied"),
 }
 DELETED_EVENTS: Mapping[str, str] = {
     "Job": "JobDeleted",
@@ -63,6 +75,9 @@ DELETED_EVENTS: Mapping[str, str] = {
     "HyperNode": "HyperNodeDeleted",
     "Pod": "PodWithdrawn",
     "PodGroup": "PodGroupWithdrawn",
+    "CronJob": "CronJobDeleted",
+    "JobTemplate": "JobTemplateDeleted",
+    "JobFlow": "JobFlowDeleted",
 }
 IMMUTABLE_KINDS = frozenset({"Pod", "PodGroup"})
 _MADE_ELSEWHERE = {
@@ -177,6 +192,12 @@ def _fresh(obj: ApiObject) -> ApiObject:
         return replace(obj, status=QueueStatus(state=obj.status.state))
     if isinstance(obj, PodGroup):
         return replace(obj, status=PodGroupStatus())
+    if isinstance(obj, CronJob):
+        return replace(obj, status=CronJobStatus())
+    if isinstance(obj, JobTemplate):
+        return replace(obj, status=JobTemplateStatus())
+    if isinstance(obj, JobFlow):
+        return replace(obj, status=JobFlowStatus())
     return obj
 
 
@@ -211,6 +232,8 @@ def _carry(old: ApiObject, new: ApiObject) -> ApiObject:
         return replace(new, meta=meta, status=old.status)
     if isinstance(new, Queue) and isinstance(old, Queue):
         return replace(new, meta=meta, status=old.status)
+    if isinstance(new, CronJob | JobTemplate | JobFlow):
+        return replace(_fresh(new), meta=meta)  # their status lives in the controller's read model
     return replace(new, meta=meta)
 
 

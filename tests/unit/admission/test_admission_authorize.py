@@ -14,6 +14,7 @@ from admission_manifests import command_doc, context, job_doc, parse, pod_doc, p
 from contracts import payloads
 from contracts.objects import Command
 from services.admission.core.authorize import (
+    CONTROLLER,
     OPERATOR,
     TENANT,
     UNKNOWN,
@@ -123,7 +124,7 @@ def test_every_offending_document_of_a_request_is_named_and_the_operator_may_do_
     ("principal", "expected"),
     [
         (ApiPrincipal(None, frozenset()), OPERATOR),  # an open bus: no header, no operator keys
-        (ApiPrincipal(None, frozenset({OPERATOR_KEY})), UNKNOWN),  # not through the clients' account
+        (ApiPrincipal(None, frozenset({OPERATOR_KEY})), CONTROLLER),  # inside the services' account
         (ApiPrincipal(OPERATOR_KEY, frozenset({OPERATOR_KEY})), OPERATOR),
         (ApiPrincipal(KEY_A, frozenset({OPERATOR_KEY})), TENANT),
         (ApiPrincipal("U" + "Z" * 55, frozenset({OPERATOR_KEY})), UNKNOWN),

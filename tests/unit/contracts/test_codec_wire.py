@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contracts import objects
+from contracts import objects, objects_flow
 from contracts.codec import KINDS, decode_object, encode, encode_object
 from contracts.objects import Container, ObjectMeta, PodSpec, frozen_map
 from contracts.resources import Resources
@@ -77,7 +77,7 @@ def strategy_for(hint: Any) -> st.SearchStrategy:
     if hint is Resources:
         return st.dictionaries(_NAMES, st.integers(0, 2**53), max_size=3).map(Resources)
     if dataclasses.is_dataclass(hint):
-        hints = typing.get_type_hints(hint, vars(objects))
+        hints = typing.get_type_hints(hint, {**vars(objects), **vars(objects_flow)})
         fields = {f.name: strategy_for(hints[f.name]) for f in dataclasses.fields(hint)}
         return st.builds(hint, **fields)
     if origin is tuple:

@@ -346,7 +346,7 @@ def test_what_the_server_sets_and_get_prints_is_known() -> None:
 @pytest.mark.parametrize(
     "doc",
     [
-        pytest.param({"kind": "CronJob", "spec": {"anything": 1}}, id="a-kind-without-a-shape"),
+        pytest.param({"kind": "Deployment", "spec": {"anything": 1}}, id="a-kind-without-a-shape"),
         pytest.param({"kind": ["Job"], "spec": {"x": 1}}, id="a-kind-that-is-no-string"),
         pytest.param({"spec": {"x": 1}}, id="no-kind"),
         pytest.param(["Job"], id="not-a-mapping"),
@@ -483,3 +483,29 @@ def test_every_example_has_only_known_fields(path: Path) -> None:
     ]
     volcano = relative.removeprefix("examples/volcano/")
     assert tuple(paths) == VOLCANO_UNKNOWN_FIELDS.get(volcano, ())
+
+
+@pytest.mark.parametrize(
+    ("doc", "path", "suggestion"),
+    [
+        (
+            {"kind": "CronJob", "spec": {"schedule": "* * * * *", "sucessfulJobsHistoryLimit": 1}},
+            "spec.sucessfulJobsHistoryLimit",
+            "successfulJobsHistoryLimit",
+        ),
+        (
+            {"kind": "CronJob", "spec": {"jobTemplate": {"spec": {"minAvaliable": 1}}}},
+            "spec.jobTemplate.spec.minAvaliable",
+            "minAvailable",
+        ),
+        ({"kind": "JobTemplate", "spec": {"taks": []}}, "spec.taks", "tasks"),
+        (
+            {"kind": "JobFlow", "spec": {"flows": [{"name": "a", "dependOn": {"targets": ["b"]}}]}},
+            "spec.flows[0].dependOn",
+            "dependsOn",
+        ),
+    ],
+)
+def test_volcano_job_making_kinds_have_their_shapes(doc: Any, path: str, suggestion: str) -> None:
+    ((found_path, message),) = found(doc)
+    assert found_path == path and f'did you mean "{suggestion}"' in message

@@ -22,6 +22,15 @@ from contracts.known_fields import unknown_manifest_fields
 from contracts.kube_shape import kube_list, kube_object
 from contracts.kube_values import go_duration, rfc3339
 from contracts.objects import ApiObject, Container, Job, ObjectMeta, PodSpec, PodTemplate, TaskSpec
+from contracts.objects_flow import (
+    CronJob,
+    CronJobStatus,
+    FlowCondition,
+    FlowJobRun,
+    FlowJobStatus,
+    JobFlow,
+    JobFlowStatus,
+)
 from contracts.parse import parse_documents, parse_object
 from contracts.parse_fields import duration_seconds, timestamp_seconds
 from contracts.resources import Resources
@@ -303,3 +312,33 @@ def test_durations_are_gos(seconds: float, text: str) -> None:
 @given(st.floats(min_value=0, max_value=10**7, allow_nan=False))
 def test_any_duration_reads_back_exactly(seconds: float) -> None:
     assert duration_seconds(go_duration(seconds)) == seconds
+
+
+def test_job_making_kinds_print_their_statuses_in_volcanos_fields() -> None:
+    """What the job-controller writes of a CronJob's and a JobFlow's status shows under Volcano's names,
+    and `apply` takes it back (status is ignored on the way in, as the API server does)."""
+    volcano = ROOT / "examples" / "volcano"
+    (cron,) = parsed(volcano / "cronjob" / "cronjob.yaml")
+    (flow,) = parsed(volcano / "jobflow" / "JobFlow.yaml")
+    assert isinstance(cron, CronJob) and isinstance(flow, JobFlow)
+    cron_status = CronJobStatus(active=("c-29000000",), last_schedule_time=1_740_000_000.5)
+    run = FlowJobRun(state="Running", start_timestamp=1_740_000_001.0)
+    job_status = FlowJobStatus(name="test-a", state="Running", running_histories=(run,))
+    condition = FlowCondition(phase="Running", create_time=1.0, task_status_count={"t": {"Running": 2}})
+    flow_status = JobFlowStatus(
+        running_jobs=("test-a",),
+        job_status_list=(job_status,),
+        conditions={"test-a": condition},
+        phase="Running",
+    )
+    shaped_cron = kube_object(dataclasses.replace(cron, status=cron_status))
+    shaped_flow = kube_object(dataclasses.replace(flow, status=flow_status))
+    assert shaped_cron["status"]["active"][0]["name"] == "c-29000000"
+    assert shaped_cron["status"]["lastScheduleTime"].startswith("2025-02-19T")
+    assert shaped_flow["status"]["state"] == {"phase": "Running"}
+    assert shaped_flow["status"]["conditions"]["test-a"]["taskStatusCount"] == {
+        "t": {"phase": {"Running": 2}}
+    }
+    for shaped in (shaped_cron, shaped_flow):
+        assert unknown_manifest_fields(shaped, "status") == []
+        assert parse_object(shaped, "status").meta == (cron if shaped is shaped_cron else flow).meta

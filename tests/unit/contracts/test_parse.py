@@ -803,8 +803,8 @@ def test_unknown_kind_is_named() -> None:
     ) == {
         (
             "kind",
-            "expected one of Command, HyperNode, Job, Node, Pod, PodGroup, PriorityClass, Queue,"
-            " got 'Deployment'",
+            "expected one of Command, CronJob, HyperNode, Job, JobFlow, JobTemplate, Node, Pod, PodGroup,"
+            " PriorityClass, Queue, got 'Deployment'",
         )
     }
 
