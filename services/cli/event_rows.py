@@ -2,8 +2,10 @@
 Age, From (the service that wrote the event) and Message.
 
 Where Kubernetes has a reason every user knows for the same fact, the row uses it (a pod bound is
-"Scheduled", a gang that cannot be placed "Unschedulable", a pod whose node was lost "NodeLost"); other
-events keep lahar's event type as their reason. A row about another object than the one described (a
+"Scheduled", a gang that cannot be placed "Unschedulable", a pod whose node was lost "NodeLost"); a gang
+the scheduler says why it waits for shows that reason instead ("InsufficientClusterCapacity",
+"InsufficientQueueQuota", ...: contracts/pending.py); other events keep lahar's event type as their
+reason. A row about another object than the one described (a
 job's pods, in the job's table) names it first in the message.
 """
 
@@ -13,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.pending import PENDING_REASONS
 from services.cli import output
 from shared.client_reads import HistoryEntry
 
@@ -142,7 +145,9 @@ def event_row(entry: HistoryEntry, now: float, *, about: str = "") -> EventRow:
     if entry.type == "PodGroupStatusChanged":
         condition = unschedulable(payload)
         if condition is not None:
-            kind, reason = WARNING, "Unschedulable"
+            # the scheduler's pending reason where it gives one (InsufficientClusterCapacity, ...)
+            given = str(condition.get("reason") or "")
+            kind, reason = WARNING, given if given in PENDING_REASONS else "Unschedulable"
             message = str(condition.get("message") or condition.get("reason") or "unschedulable")
         else:
             message = f"podgroup {payload.get('phase', '?')}"

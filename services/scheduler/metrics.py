@@ -3,12 +3,13 @@ what one session means for them (pure: `session_outcome`)."""
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.snapshot import ClusterSnapshot, podgroup_key
-from shared.telemetry.metrics import Registry, exponential_buckets
+from services.scheduler.pending_book import PendingBook
+from shared.telemetry.metrics import Gauge, Registry, exponential_buckets
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,25 @@ class SchedulerMetrics:
         self.usage_nodes = registry.gauge(
             "lahar_scheduler_usage_fresh_nodes", "Nodes with a fresh usage sample at the last session"
         )
+        self.podgroups_pending = registry.gauge(
+            "lahar_podgroup_pending",
+            "Owned PodGroups that wait, by queue and by the reason of their Unschedulable condition"
+            " (InsufficientClusterCapacity, InsufficientQueueQuota, NeverFits, ...)",
+            ("queue", "reason"),
+        )
+        self.podgroups_missing = registry.gauge(
+            "lahar_podgroup_missing_resource",
+            "What the cluster lacks for owned PodGroups waiting for room (InsufficientClusterCapacity), by"
+            " queue and resource: cores, bytes, GPUs, pods",
+            ("queue", "resource"),
+        )
+        self._pending_labels: set[tuple[str, str]] = set()
+        self._missing_labels: set[tuple[str, str]] = set()
+
+    def pending(self, book: PendingBook) -> None:
+        """Every series the book no longer has goes to 0 (a gauge set once stays exported)."""
+        self._pending_labels = _set_all(self.podgroups_pending, book.counts(), self._pending_labels)
+        self._missing_labels = _set_all(self.podgroups_missing, book.missing(), self._missing_labels)
 
     def session(self, duration_ms: float, cpu_s: float, outcome: SessionOutcome) -> None:
         self.e2e_latency_ms.observe(duration_ms)
@@ -103,3 +123,13 @@ class SchedulerMetrics:
         self.unschedulable_jobs.set(outcome.unschedulable)
         self.unschedulable_tasks.set(outcome.unschedulable_tasks)
         self.owned_podgroups.set(outcome.owned)
+
+
+def _set_all(
+    gauge: Gauge, values: Mapping[tuple[str, str], float], before: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    for labels in before - values.keys():
+        gauge.labels(*labels).set(0)
+    for labels, value in values.items():
+        gauge.labels(*labels).set(value)
+    return set(values)

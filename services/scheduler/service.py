@@ -31,6 +31,7 @@ from services.scheduler.core.framework.session import Session
 from services.scheduler.focus import session_focus
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
 from services.scheduler.ownership import Ownership
+from services.scheduler.pending_book import PendingBook
 from services.scheduler.plans import PlanMessage, build_plans
 from services.scheduler.publish import PlanNotSent, publish_plan
 from services.scheduler.state import SchedulerState, ViewCore
@@ -105,6 +106,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self.replica = config.replica_id
         self.conf = conf or default_conf()
         self.sched_metrics = SchedulerMetrics(registry)
+        self.pending = PendingBook()  # the owned PodGroups that wait, and why
         self.ownership = Ownership(etcd, self.replica, config.membership_ttl_s, self._kick_now)
         self._kick = asyncio.Event()
         self._sessions = 0
@@ -270,6 +272,8 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             # not only the PodGroups this session acted for
             outcome = dataclasses.replace(outcome, owned=self._owned_share)
             self.sched_metrics.session(elapsed_ms, cpu_s, outcome)
+            self.pending.update(result, lambda key: key in owned and view.podgroup(key) is not None)
+            self.sched_metrics.pending(self.pending)
             # Assumed before they are sent, so the log's answer (possibly quick) always finds them.
             for plan in plans:
                 view.assume(plan)

@@ -44,13 +44,8 @@ def event(
     return HistoryEntry(seq, NOW - 60 + seq, type, kind, "default", name, producer, f"id{seq}", "", payload)
 
 
-def unschedulable(message: str = WHY) -> dict[str, Any]:
-    condition = {
-        "type": "Unschedulable",
-        "status": "True",
-        "reason": "NotEnoughResources",
-        "message": message,
-    }
+def unschedulable(message: str = WHY, reason: str = "NotEnoughResources") -> dict[str, Any]:
+    condition = {"type": "Unschedulable", "status": "True", "reason": reason, "message": message}
     return {"phase": "Pending", "conditions": [condition]}
 
 
@@ -65,6 +60,12 @@ def test_every_event_type_has_a_row_of_its_own() -> None:
         (
             event(1, "PodGroupStatusChanged", "podgroup", "gpu", unschedulable()),
             ("Warning", "Unschedulable", "binder", WHY),
+        ),
+        (  # the scheduler's pending reason, where it gives one, is the row's reason
+            event(
+                1, "PodGroupStatusChanged", "podgroup", "gpu", unschedulable(reason="InsufficientQueueQuota")
+            ),
+            ("Warning", "InsufficientQueueQuota", "binder", WHY),
         ),
         (
             event(2, "PodGroupStatusChanged", "podgroup", "gpu", {"phase": "Inqueue", "conditions": []}),

@@ -82,10 +82,11 @@ def test_replicas_of_a_ring_together_send_every_plan_exactly_once(
 
 def test_unchanged_statuses_are_not_sent(session: tuple[ClusterSnapshot, SessionResult]) -> None:
     _, first = session
-    # the view already has g3's Unschedulable condition; the new session stamps a new time on it
+    # the view already has g3's Unschedulable condition; the new session's stays True, so it keeps the
+    # time it turned True (Kubernetes' lastTransitionTime)
     snapshot = cluster(g3_status_from=first)
     result = run_session(snapshot, now=99.0)
-    assert result.podgroups[G3].conditions[0].last_transition_time == 99.0
+    assert result.podgroups[G3].conditions[0].last_transition_time == 0.0
     assert summary(build_plans(result, snapshot, "r1", {G3})) == []
 
 

@@ -9,6 +9,10 @@ further task, so that queues and jobs interleave by share.
 Hard network-topology jobs are placed inside one HyperNode: each candidate domain (narrowest gradient
 first) is tried on a scratch statement, the best-scoring domain that makes the job ready or pipelined is
 replayed for real.
+
+Beyond Volcano: in a fifo queue (`dequeueStrategy: fifo`) a job that can be neither placed nor pipelined
+holds back the jobs behind it (actions/fifo.py); a queue that sits the session out as overused, and a task
+its queue's quota refuses, leave their refusal on the job for its pending reason.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from contracts.objects import PodGroupCondition
+from services.scheduler.core.actions.fifo import foreign_waiting, hold_back
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
@@ -74,7 +79,15 @@ def pick_up_jobs(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, Prio
             jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order_fn)
             queues.push(queue)
         jobs_by_queue[queue.name].push(job)
+    for job in foreign_waiting(ssn, _placing_elsewhere):
+        if job.queue in jobs_by_queue:  # it holds back only jobs this session would place
+            jobs_by_queue[job.queue].push(job)
     return queues, jobs_by_queue
+
+
+def _placing_elsewhere(job: JobInfo) -> bool:
+    """Another replica's job with pods waiting for a node (counted as unplaced here)."""
+    return not job.is_pending_phase() and bool(job.unplaced)
 
 
 class AllocateAction(Action):
@@ -88,11 +101,15 @@ class AllocateAction(Action):
         while queues:
             queue = queues.pop()
             if ssn.overused_fn(queue):
+                self._sit_out(ssn, queue, jobs_by_queue.get(queue.name))
                 continue
             jobs = jobs_by_queue.get(queue.name)
             if not jobs:
                 continue
             job = jobs.pop()
+            if not job.owned:  # another replica's job heads this fifo queue and still waits
+                hold_back(queue, job, jobs)
+                continue
             tasks = pending.get(job.uid)
             if tasks is None:
                 tasks = PriorityQueue(
@@ -111,7 +128,22 @@ class AllocateAction(Action):
                 self._record_domain(ssn, job)
                 if tasks:
                     jobs.push(job)
+            elif stmt is None and queue.fifo:
+                hold_back(queue, job, jobs)
+                continue
             queues.push(queue)
+
+    @staticmethod
+    def _sit_out(ssn: Session, queue: QueueInfo, jobs: PriorityQueue[JobInfo] | None) -> None:
+        """An overused queue places nothing this session: its waiting jobs are told why."""
+        if not jobs:
+            return
+        refusal = ssn.overused_refusal(queue)
+        while jobs:
+            job = jobs.pop()
+            if job.owned and job.pending_tasks():
+                job.job_fit_error = job.job_fit_error or refusal.text
+                job.record_refusal(refusal)
 
     def allocate_tasks(
         self,
@@ -126,7 +158,9 @@ class AllocateAction(Action):
         while tasks:
             task = tasks.pop()
             if not ssn.allocatable_fn(queue, task):
-                job.record_fit_errors(task, {ssn.quota_reason(queue, task): 0})
+                refusal = ssn.quota_refusal(queue, task)
+                job.record_fit_errors(task, {refusal.text: 0})
+                job.record_refusal(refusal)
                 continue
             if self.cache_errors and task.role in failed_roles:
                 job.record_fit_errors(task, failed_roles[task.role])

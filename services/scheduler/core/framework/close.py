@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from contracts.objects import PodGroupCondition
-from services.scheduler.core.framework.plan import PodGroupUpdate, QueueUpdate, SessionResult
+from services.scheduler.core.framework.plan import PendingSummary, PodGroupUpdate, QueueUpdate, SessionResult
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.task import SCHEDULED_STATUSES, TaskStatus
 
@@ -29,13 +29,27 @@ def podgroup_phase(job: JobInfo) -> str:
 
 
 def _conditions(job: JobInfo, ssn: Session) -> tuple[PodGroupCondition, ...]:
-    """Conditions replace their own type. Once a gang is Scheduled, an Unschedulable condition left from
-    an earlier session is marked False (Volcano leaves it True beside Scheduled: a contradiction)."""
+    """Conditions replace their own type. A condition whose status stays the same keeps its transition
+    time (Kubernetes' meaning of lastTransitionTime; Volcano stamps every session's time): an Unschedulable
+    condition says since when the gang has waited, which the starvation bound reads. Once a gang is
+    Scheduled, an Unschedulable condition left from an earlier session is marked False (Volcano leaves it
+    True beside Scheduled: a contradiction)."""
     current = {c.type: c for c in job.podgroup.status.conditions}
-    current.update(job.new_conditions)
+    for kind, condition in job.new_conditions.items():
+        before = current.get(kind)
+        unchanged = before is not None and before.status == condition.status
+        kept = before.last_transition_time if unchanged and before is not None else None
+        if kept is not None:
+            condition = replace(condition, last_transition_time=kept)
+        current[kind] = condition
     scheduled = job.new_conditions.get("Scheduled")
     stale = current.get("Unschedulable")
-    if scheduled is not None and stale is not None and "Unschedulable" not in job.new_conditions:
+    if (
+        scheduled is not None
+        and stale is not None
+        and stale.status == "True"
+        and "Unschedulable" not in job.new_conditions
+    ):
         current["Unschedulable"] = replace(stale, status="False", last_transition_time=ssn.now)
     return tuple(current[t] for t in sorted(current))
 
@@ -58,7 +72,12 @@ def close_session(ssn: Session) -> SessionResult:
         for job in ssn.owned_jobs.values()
         for t in job.tasks_by_status[TaskStatus.PIPELINED].values()
     }
-    return SessionResult(ssn.uid, tuple(ssn.plans), pipelined, podgroups, queues)
+    pending = {
+        key: PendingSummary(job.queue, job.verdict.reason, job.verdict.missing)
+        for key, job in ssn.owned_jobs.items()
+        if job.verdict is not None
+    }
+    return SessionResult(ssn.uid, tuple(ssn.plans), pipelined, podgroups, queues, pending)
 
 
 def _queue_figures(ssn: Session) -> dict[str, QueueUpdate]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from services.scheduler.core.model.pending import CAPACITY
 from services.scheduler.core.model.task import TaskInfo
 
 if TYPE_CHECKING:
@@ -53,7 +54,10 @@ def _resource_shortfall(
         lacking = remaining & (available[:, col] < task.init_vector[col])
         count = int(lacking.sum())
         if count:
-            reasons[f"insufficient {ssn.resources.names[col]}"] = count
+            dimension = ssn.resources.names[col]
+            reason = f"insufficient {dimension}"
+            reasons[reason] = count
+            ssn.node_reasons[reason] = (CAPACITY, dimension)
             remaining &= ~lacking
     return remaining
 
@@ -89,6 +93,7 @@ def feasible_nodes(
             n = int(hit.sum())
             if n:
                 reasons[failure.reason] = reasons.get(failure.reason, 0) + n
+                ssn.node_reasons[failure.reason] = (failure.kind, failure.dimension)
                 remaining &= ~failure.nodes
         if check_resources and len(cols):
             _resource_shortfall(ssn, task, nodes.future_idle(), remaining, reasons)

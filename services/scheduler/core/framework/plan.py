@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from contracts.objects import PodGroupCondition
+from contracts.resources import EMPTY, Resources
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,16 @@ class QueueUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingSummary:
+    """Why an owned PodGroup waits, as its Unschedulable condition's reason says, with its queue and, when
+    the cluster lacks room, how much (milli-units per dimension): what the replica exports as metrics."""
+
+    queue: str
+    reason: str
+    missing: Resources = EMPTY
+
+
+@dataclass(frozen=True, slots=True)
 class SessionResult:
     """Everything a session decided: committed plans in order, reservations that were never committed
     (pipelined tasks), and the status projections written at session close."""
@@ -63,6 +74,8 @@ class SessionResult:
     pipelined: dict[str, str] = field(default_factory=dict)  # pod key -> node
     podgroups: dict[str, PodGroupUpdate] = field(default_factory=dict)
     queues: dict[str, QueueUpdate] = field(default_factory=dict)
+    # the owned PodGroups this session left Unschedulable (a key of `podgroups` missing here does not wait)
+    pending: dict[str, PendingSummary] = field(default_factory=dict)
 
     @property
     def binds(self) -> dict[str, str]:

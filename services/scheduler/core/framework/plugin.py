@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from services.scheduler.core.model.pending import CONSTRAINT, QUOTA, Refusal
+
 if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
     from services.scheduler.core.model.job import JobInfo
@@ -37,11 +39,15 @@ class Vote(enum.IntEnum):
 class NodeFailure:
     """Nodes rejected for one reason. `resolvable` says whether evicting pods from the node could fix it
     (Kubernetes' Unschedulable vs UnschedulableAndUnresolvable): preempt and reclaim ignore resolvable
-    failures, since eviction is exactly what they do."""
+    failures, since eviction is exactly what they do. `kind` says what the reason is about, for the
+    PodGroup's pending reason: a placement constraint, the node's room (`CAPACITY`, short on `dimension`),
+    or room reserved for a starving job."""
 
     reason: str
     nodes: np.ndarray  # bool mask over the session's NodeTable
     resolvable: bool = False
+    kind: str = CONSTRAINT
+    dimension: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +153,15 @@ class Plugin:
         e.g. "queue q1 over capability cpu". Only called on that cold path."""
         return f"queue {queue.name} has no room ({self.name})"
 
+    def quota_refusal(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> Refusal:
+        """Not an extension point: `quota_reason` as a Refusal, which says whether more nodes would lift the
+        limit (the default: no). Only called on the cold path."""
+        return Refusal(self.quota_reason(ssn, queue, task), QUOTA)
+
+    def overused_refusal(self, ssn: Session, queue: QueueInfo) -> Refusal:
+        """Not an extension point: why `overused` keeps the queue out of this session (cold path)."""
+        return Refusal(f"queue {queue.name} is overused ({self.name})", QUOTA)
+
     def preemptive(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
         """May `queue` reclaim for `task` (it is still below what it deserves)? All plugins must agree."""
         raise NotImplementedError
@@ -182,6 +197,18 @@ class Plugin:
         """Not an extension point: explains a REJECT from `job_enqueueable` for the Unschedulable
         condition, e.g. "queue q1 capability exceeded on cpu". Only called on that cold path."""
         return f"podgroup rejected by {self.name} at enqueue"
+
+    def enqueue_refusal(self, ssn: Session, job: JobInfo) -> Refusal:
+        """Not an extension point: `enqueue_reason` as a Refusal (default: a quota refusal). A CAPACITY
+        refusal lets a job overdue by the starvation bound pass (cold path)."""
+        return Refusal(self.enqueue_reason(ssn, job), QUOTA)
+
+    def job_passes_load(self, ssn: Session, job: JobInfo) -> bool:
+        """May enqueue admit the job although the cluster's load refuses it (every refusal CAPACITY, none a
+        queue's quota)? Any plugin saying True wins. The starvation plugin says so for a job past the
+        starvation bound (room can be held only for pods that exist) and for one that ends before the room
+        held for such a job is needed."""
+        raise NotImplementedError
 
     # --- network topology -------------------------------------------------------------------------------
     def hypernode_gradients(self, ssn: Session, job: JobInfo) -> list[list[str]] | None:

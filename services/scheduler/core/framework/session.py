@@ -68,6 +68,9 @@ class Session(TierDispatch):
         # round-robin start for the adaptive feasible-node search (kube-scheduler's nextStartNodeIndex)
         self.next_start_node = 0
         self.enqueue_enabled = "enqueue" in self.conf.actions
+        # what each reason a node failed for is about, (kind, dimension), as feasible_nodes met them: the
+        # PodGroups' pending reasons tell capacity from constraints by it (framework/pending.py)
+        self.node_reasons: dict[str, tuple[str, str]] = {}
         self.topology = HyperNodeTopology.build(snapshot.hypernodes, self.nodes)
 
         tiers = []

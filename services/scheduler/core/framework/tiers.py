@@ -12,6 +12,7 @@
 | allocatable, preemptive, job ready | AND |
 | job pipelined, job enqueueable | vote: a reject anywhere wins; a permit ends the search after its tier |
 | job starving | the first tier with a registered plugin decides, by AND; none anywhere: false |
+| job passes load | OR |
 | job valid | the first failing result |
 """
 
@@ -31,6 +32,7 @@ from services.scheduler.core.framework.plugin import (
     implements,
 )
 from services.scheduler.core.model.job import JobInfo
+from services.scheduler.core.model.pending import QUOTA, Refusal
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import TaskInfo
 
@@ -56,6 +58,7 @@ EXTENSION_POINTS = (
     "job_starving",
     "job_enqueueable",
     "job_enqueued",
+    "job_passes_load",
     "hypernode_gradients",
     "hypernode_order",
     "on_allocate",
@@ -210,6 +213,20 @@ class TierDispatch:
                 return plugin.quota_reason(self, queue, task)  # type: ignore[arg-type]
         return f"queue {queue.name} has no room"
 
+    def quota_refusal(self, queue: QueueInfo, task: TaskInfo) -> Refusal:
+        """quota_reason as a Refusal: whether more nodes would lift the limit (cold path)."""
+        for plugin in self._flat["allocatable"]:
+            if not plugin.allocatable(self, queue, task):  # type: ignore[arg-type]
+                return plugin.quota_refusal(self, queue, task)  # type: ignore[arg-type]
+        return Refusal(f"queue {queue.name} has no room", QUOTA)
+
+    def overused_refusal(self, queue: QueueInfo) -> Refusal:
+        """Why overused_fn keeps the queue out: the first plugin saying so (cold path)."""
+        for plugin in self._flat["overused"]:
+            if plugin.overused(self, queue):  # type: ignore[arg-type]
+                return plugin.overused_refusal(self, queue)  # type: ignore[arg-type]
+        return Refusal(f"queue {queue.name} is overused", QUOTA)
+
     def preemptive_fn(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(p.preemptive(self, queue, task) for p in self._flat["preemptive"])  # type: ignore[arg-type]
 
@@ -249,6 +266,17 @@ class TierDispatch:
             if plugin.job_enqueueable(self, job) == Vote.REJECT:  # type: ignore[arg-type]
                 return plugin.enqueue_reason(self, job)  # type: ignore[arg-type]
         return "podgroup not admitted by enqueue"
+
+    def enqueue_refusals(self, job: JobInfo) -> list[Refusal]:
+        """What every plugin rejecting the job at enqueue says, in tier order (cold path)."""
+        return [
+            plugin.enqueue_refusal(self, job)  # type: ignore[arg-type]
+            for plugin in self._flat["job_enqueueable"]
+            if plugin.job_enqueueable(self, job) == Vote.REJECT  # type: ignore[arg-type]
+        ]
+
+    def job_passes_load_fn(self, job: JobInfo) -> bool:
+        return any(p.job_passes_load(self, job) for p in self._flat["job_passes_load"])  # type: ignore[arg-type]
 
     def job_enqueued_fn(self, job: JobInfo) -> None:
         for plugin in self._flat["job_enqueued"]:

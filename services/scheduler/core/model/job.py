@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from contracts.objects import NetworkTopologySpec, PodGroup, PodGroupCondition
 from contracts.resources import EMPTY, Resources
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from services.scheduler.core.model.pending import Refusal, Verdict
 
 _READY = frozenset(
     {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
@@ -50,11 +54,13 @@ class JobInfo:
         "network_topology",
         "new_conditions",
         "owned",
+        "pending_cause",
         "phase",
         "podgroup",
         "preemptable",
         "priority",
         "queue",
+        "reservation_note",
         "role_status_counts",
         "status_counts",
         "task_min_available",
@@ -63,6 +69,7 @@ class JobInfo:
         "uid",
         "unplaced",
         "unschedulable_this_session",
+        "verdict",
     )
 
     def __init__(self, podgroup: PodGroup, priority: int, *, owned: bool = True) -> None:
@@ -95,6 +102,13 @@ class JobInfo:
         # per task uid: the reasons nodes rejected it this session, for the Unschedulable condition
         self.fit_errors: dict[str, dict[str, int]] = {}
         self.job_fit_error = ""
+        # what refused it this session beyond the nodes (a queue's quota, the cluster at enqueue, its fifo
+        # queue's head): the strongest one, for the pending reason (framework/pending.py)
+        self.pending_cause: Refusal | None = None
+        # set on the job a reservation holds room for (the starvation plugin), for its condition
+        self.reservation_note = ""
+        # why it waits, once the gang plugin wrote its Unschedulable condition this session
+        self.verdict: Verdict | None = None
         self.unschedulable_this_session = False
         # conditions plugins set at session close, by type (replacing the PodGroup's current one)
         self.new_conditions: dict[str, PodGroupCondition] = {}
@@ -194,6 +208,19 @@ class JobInfo:
 
     def record_fit_errors(self, task: TaskInfo, reasons: dict[str, int]) -> None:
         self.fit_errors[task.uid] = reasons
+
+    def record_refusal(self, refusal: Refusal) -> None:
+        if refusal.outranks(self.pending_cause):
+            self.pending_cause = refusal
+
+    def unschedulable_since(self) -> tuple[float, str] | None:
+        """Since when the PodGroup has been Unschedulable without a break, and the reason it was given
+        last (its condition as the session found it); None if it is not."""
+        for condition in self.podgroup.status.conditions:
+            if condition.type == "Unschedulable" and condition.status == "True":
+                since = condition.last_transition_time
+                return (since, condition.reason) if since is not None else None
+        return None
 
     def conditions(self) -> tuple[PodGroupCondition, ...]:
         return self.podgroup.status.conditions

@@ -7,6 +7,7 @@ from contracts.resources import Resources
 
 HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+FIFO = "fifo"
 
 
 class QueueInfo:
@@ -14,6 +15,7 @@ class QueueInfo:
         "capability",
         "creation_timestamp",
         "deserved",
+        "fifo",
         "guarantee",
         "hierarchy",
         "hierarchy_weights",
@@ -42,6 +44,8 @@ class QueueInfo:
         self.creation_timestamp = queue.meta.creation_timestamp
         self.hierarchy = queue.meta.annotations.get(HIERARCHY_ANNOTATION, "")
         self.hierarchy_weights = queue.meta.annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, "")
+        # `dequeueStrategy: fifo`: a job that cannot be placed holds back the jobs behind it
+        self.fifo = queue.dequeue_strategy == FIFO
 
     @property
     def is_open(self) -> bool:

@@ -19,6 +19,10 @@ every ancestor. Deliberate differences from Volcano: a job on a non-leaf queue m
 refuse (Volcano stops the whole plugin for the session), its tasks still count towards the queue and its
 ancestors; and ancestors' shares follow allocations live (Volcano leaves them at their session-open value
 although hierarchical queue order compares them).
+
+Its refusals are the queue's quota (QUOTA) unless the real capability that stops the job is the whole
+cluster's room on every dimension it is short of (no capability or guarantee holds it lower): then more
+nodes would let the job in (CAPACITY).
 """
 
 from __future__ import annotations
@@ -31,8 +35,16 @@ from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import PriorityQueue
 from services.scheduler.core.framework.plan import QueueUpdate
 from services.scheduler.core.framework.plugin import Event, Plugin, Vote
+from services.scheduler.core.model.pending import CAPACITY, QUOTA, Refusal
 from services.scheduler.core.plugins.capacity_tree import InvalidHierarchy, QueueTree, build_tree, flat_tree
-from services.scheduler.core.plugins.fairness import QueueLedger, accumulate, total_guarantee, with_pods
+from services.scheduler.core.plugins.fairness import (
+    QueueLedger,
+    accumulate,
+    capped_below,
+    over_amounts,
+    total_guarantee,
+    with_pods,
+)
 
 if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
@@ -77,7 +89,7 @@ class CapacityPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self.hierarchy = argument(self.arguments, "enableHierarchy", False)
         self.reclaim_level = argument(self.arguments, "ancestorReclaimLevel", 0)  # <= 0: no ancestor checks
-        total = with_pods(ssn.total_resource, int(ssn.nodes.max_pods.sum()))
+        total = self.total = with_pods(ssn.total_resource, int(ssn.nodes.max_pods.sum()))
         self.invalid = ""
         try:
             if self.hierarchy:
@@ -148,6 +160,21 @@ class CapacityPlugin(Plugin):
             if over:
                 return f"queue {ledger.name} over capability {', '.join(over)}"
         return ""
+
+    def quota_refusal(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> Refusal:
+        text = self.quota_reason(ssn, queue, task)
+        if self.invalid or not queue.is_open or not self.tree.is_leaf(queue.name):
+            return Refusal(text, QUOTA)
+        for ledger in self.chains[queue.name]:
+            over = over_amounts(ledger.allocated, task.resreq, ledger.real_capability)
+            if over:
+                return self._refusal(text, ledger, over)
+        return Refusal(text, QUOTA)
+
+    def _refusal(self, text: str, ledger: QueueLedger, over: Resources) -> Refusal:
+        if capped_below(ledger.real_capability, self.total, over):
+            return Refusal(text, QUOTA)
+        return Refusal(text, CAPACITY, over)
 
     def preemptive(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
         if self.invalid or not queue.is_open:
@@ -245,6 +272,18 @@ class CapacityPlugin(Plugin):
             if shortfall:
                 return f"queue {ledger.name} capability exceeded on {', '.join(shortfall)}"
         return ""
+
+    def enqueue_refusal(self, ssn: Session, job: JobInfo) -> Refusal:
+        text = self.enqueue_reason(ssn, job)
+        queue = ssn.queues[job.queue]
+        if self.invalid or not queue.is_open or not self.tree.is_leaf(queue.name):
+            return Refusal(text, QUOTA)
+        assert job.min_resources is not None
+        for ledger in self.chains[job.queue]:
+            excess = ledger.enqueue_excess(job.min_resources)
+            if excess:
+                return self._refusal(text, ledger, excess)
+        return Refusal(text, QUOTA)
 
     def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
         if job.min_resources is not None:

@@ -74,6 +74,19 @@ def over_limit(base: Mapping[str, int], request: Mapping[str, int], limit: Mappi
     return [d for d, v in request.items() if v > 0 and d != PODS and base.get(d, 0) + v > limit.get(d, 0)]
 
 
+def over_amounts(base: Mapping[str, int], request: Mapping[str, int], limit: Mapping[str, int]) -> Resources:
+    """On each dimension `over_limit` names, the part of `request` that does not fit under `limit` next to
+    `base`: what the request lacks, never more than it asks."""
+    over = over_limit(base, request, limit)
+    return Resources({d: min(request[d], base.get(d, 0) + request[d] - limit.get(d, 0)) for d in over})
+
+
+def capped_below(limit: Mapping[str, int], total: Mapping[str, int], dimensions: Iterable[str]) -> list[str]:
+    """The dimensions on which a queue's `limit` (its real capability) is below the cluster's `total`: a
+    capability or the other queues' guarantees hold it there, so more nodes would not raise it."""
+    return [d for d in dimensions if d in limit and limit[d] < total.get(d, 0)]
+
+
 @dataclass(frozen=True, slots=True)
 class QueueDemand:
     name: str
@@ -224,10 +237,14 @@ class QueueLedger:
     def enqueue_shortfall(self, min_request: Resources) -> list[str]:
         """Dimensions on which a job's minResources do not fit the real capability next to what the queue
         holds and has admitted (minus what its jobs hold above their minimum)."""
+        return list(self.enqueue_excess(min_request))
+
+    def enqueue_excess(self, min_request: Resources) -> Resources:
+        """`enqueue_shortfall`'s dimensions, each with the amount by which the minResources do not fit."""
         base = dict(self.allocated)
         accumulate(base, self.inqueue.items())
         accumulate(base, self.elastic.items(), -1)
-        return over_limit(base, min_request, self.real_capability)
+        return over_amounts(base, min_request, self.real_capability)
 
     def admit(self, min_request: Resources) -> None:
         accumulate(self.inqueue, min_request.items())

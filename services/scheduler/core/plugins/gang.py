@@ -8,6 +8,10 @@ Deviations from Volcano, on purpose:
 - The Unschedulable message names the real reasons with node counts ("3 nodes: insufficient
   nvidia.com/gpu; queue q1 over capability cpu") instead of Volcano's status histogram, which tells a user
   nothing actionable. Likewise the NotEnoughPodsOfTask message names the short role and its counts.
+- Its reason says why the gang waits (framework/pending.py, contracts/pending.py) instead of Volcano's
+  NotEnoughResources for everything: the cluster's room (with what it lacks, which an autoscaler may add),
+  a queue's quota (which it must not), a job that can never fit, a fifo queue's line, room reserved for a
+  starving job, placement constraints.
 - A job that failed job_valid keeps the condition carrying that reason (NotEnoughTasks, ...) instead of
   having it overwritten by a generic NotEnoughResources one.
 - lahar has no sub-group model in the session, so Volcano's sub-job validity/readiness checks do not apply.
@@ -19,15 +23,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from contracts.objects import PodGroupCondition
+from services.scheduler.core.framework.pending import pending_verdict
 from services.scheduler.core.framework.placement import format_reasons
 from services.scheduler.core.framework.plugin import Event, Plugin, ValidateResult, Vote
+from services.scheduler.core.model.pending import Verdict
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
     from services.scheduler.core.model.job import JobInfo
 
-NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
@@ -159,25 +164,34 @@ class GangPlugin(Plugin):
                 # a condition job_valid left this session (NotEnoughTasks, ...) says more than ours
                 earlier = job.new_conditions.get("Unschedulable")
                 if earlier is None or earlier.transition_id != ssn.uid:
+                    job.verdict, message = self._verdict(ssn, job)
                     job.new_conditions["Unschedulable"] = PodGroupCondition(
                         type="Unschedulable",
                         status="True",
                         transition_id=ssn.uid,
                         last_transition_time=ssn.now,
-                        reason=NOT_ENOUGH_RESOURCES,
-                        message=self._message(ssn, job),
+                        reason=job.verdict.reason,
+                        message=message,
                     )
+                else:
+                    job.verdict = Verdict(earlier.reason)
                 # the phase logic (Unknown for a running gang that is short) follows gang's verdict
                 job.unschedulable_this_session = True
 
-    def _message(self, ssn: Session, job: JobInfo) -> str:
+    def _verdict(self, ssn: Session, job: JobInfo) -> tuple[Verdict, str]:
+        """Why the gang waits, and the condition's message: the per-reason node counts, then what the
+        verdict adds (what the cluster lacks, that it can never fit)."""
         schedulable = job.ready_task_num() + sum(
-            1
-            for task in job.tasks_by_status[TaskStatus.PENDING].values()
-            if self._last_placement.get(task.uid) == TaskStatus.ALLOCATED
+            1 for task in job.tasks_by_status[TaskStatus.PENDING].values() if self._placed(task)
         )
         unready = job.min_available - schedulable
-        return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {_reasons(ssn, job)}"
+        verdict = pending_verdict(ssn, job, unready, self._placed)
+        message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {_reasons(ssn, job)}"
+        return verdict, f"{message}; {verdict.detail}" if verdict.detail else message
+
+    def _placed(self, task: TaskInfo) -> bool:
+        """The task found room in an allocation this session that was undone with its gang."""
+        return self._last_placement.get(task.uid) == TaskStatus.ALLOCATED
 
 
 def _reasons(ssn: Session, job: JobInfo) -> str:

@@ -5,7 +5,8 @@ pods use. Admitted work is the minResources of every Inqueue PodGroup, plus, for
 allocated tasks reach minMember, the part of its minResources its allocated tasks do not cover yet. A
 PodGroup is admitted iff admitted work + its minResources fits idle on the dimensions it asks for; once
 admitted its minResources count as admitted work. The check is on cluster aggregates: fragmentation is
-not looked at, that is what the allocate action finds out.
+not looked at, that is what the allocate action finds out. A refusal is the cluster's load (CAPACITY),
+with the amount by which the job does not fit: what a job overdue by the starvation bound may pass.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import TYPE_CHECKING, ClassVar
 from contracts.resources import Resources
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.plugin import Plugin, Vote
-from services.scheduler.core.plugins.fairness import over_limit, reserves_minimum, unmet_minimum
+from services.scheduler.core.model.pending import CAPACITY, Refusal
+from services.scheduler.core.plugins.fairness import over_amounts, over_limit, reserves_minimum, unmet_minimum
 
 if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
@@ -51,6 +53,12 @@ class OvercommitPlugin(Plugin):
         assert job.min_resources is not None
         over = over_limit(self.admitted, job.min_resources, self.idle)
         return f"resource in cluster is overused on {', '.join(over)}"
+
+    def enqueue_refusal(self, ssn: Session, job: JobInfo) -> Refusal:
+        """The cluster's load: more nodes (or pods ending) would let the job in."""
+        assert job.min_resources is not None
+        missing = over_amounts(self.admitted, job.min_resources, self.idle)
+        return Refusal(self.enqueue_reason(ssn, job), CAPACITY, missing)
 
     def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
         if job.min_resources is not None:

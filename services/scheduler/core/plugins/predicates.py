@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from contracts.node_fit import tolerated
+from contracts.resources import PODS
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.plugin import NodeFailure, Plugin
+from services.scheduler.core.model.pending import CAPACITY
 from services.scheduler.core.plugins.node_selectors import UNSCHEDULABLE_TAINT, NodeIndex
 
 if TYPE_CHECKING:
@@ -87,7 +89,7 @@ class PredicatesPlugin(Plugin):
         nodes = ssn.nodes
         full = nodes.pod_count >= nodes.max_pods
         if full.any():
-            return [*static, NodeFailure(TOO_MANY_PODS, full, True)]
+            return [*static, NodeFailure(TOO_MANY_PODS, full, True, CAPACITY, PODS)]
         return static
 
     def _static_failures(self, ssn: Session, task: TaskInfo) -> tuple[NodeFailure, ...]:

@@ -12,6 +12,10 @@ what other queues' guarantees leave) and by its request, raised to its guarantee
 - enqueue: the queue is Open and the job's minResources fit its real capability next to what the queue
   holds and has admitted, minus what its jobs hold above their minimum (elastic).
 Allocated and share follow every allocate/deallocate event.
+
+Its refusals are the queue's quota (QUOTA) only where its capability holds it below the cluster (a closed
+queue, a real capability below the cluster's total, a deserved share at that cap); a share or a real
+capability that would grow with the cluster is the cluster's size showing (CAPACITY).
 """
 
 from __future__ import annotations
@@ -22,10 +26,13 @@ from typing import TYPE_CHECKING
 from contracts.resources import Resources
 from services.scheduler.core.framework.plan import QueueUpdate
 from services.scheduler.core.framework.plugin import Event, Plugin, Vote
+from services.scheduler.core.model.pending import CAPACITY, QUOTA, Refusal
 from services.scheduler.core.plugins.fairness import (
     QueueDemand,
     QueueLedger,
     capability_limits,
+    capped_below,
+    over_amounts,
     real_capability,
     total_guarantee,
     water_fill,
@@ -43,7 +50,7 @@ class ProportionPlugin(Plugin):
     name = "proportion"
 
     def on_session_open(self, ssn: Session) -> None:
-        total = with_pods(ssn.total_resource, int(ssn.nodes.max_pods.sum()))
+        total = self.total = with_pods(ssn.total_resource, int(ssn.nodes.max_pods.sum()))
         guarantees = total_guarantee(ssn.queues.values())
         self.ledgers: dict[str, QueueLedger] = {}
         for job in ssn.jobs.values():
@@ -96,6 +103,24 @@ class ProportionPlugin(Plugin):
         ledger = self.ledgers[queue.name]
         return f"queue {queue.name} over deserved {', '.join(ledger.over(task.resreq, ledger.deserved))}"
 
+    def quota_refusal(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> Refusal:
+        text = self.quota_reason(ssn, queue, task)
+        if not queue.is_open:
+            return Refusal(text, QUOTA)
+        ledger = self.ledgers[queue.name]
+        over = over_amounts(ledger.allocated, task.resreq, ledger.deserved)
+        return Refusal(text, QUOTA) if self._capped(ledger, over) else Refusal(text, CAPACITY, over)
+
+    def overused_refusal(self, ssn: Session, queue: QueueInfo) -> Refusal:
+        ledger = self.ledgers[queue.name]
+        text = f"queue {queue.name} holds its deserved share"
+        return Refusal(text, QUOTA) if self._capped(ledger, ledger.deserved) else Refusal(text, CAPACITY)
+
+    def _capped(self, ledger: QueueLedger, dimensions: Resources) -> bool:
+        """Is the queue's deserved at a real capability below the cluster on one of `dimensions`?"""
+        capped = capped_below(ledger.real_capability, self.total, dimensions)
+        return any(ledger.deserved.get(d) >= ledger.real_capability[d] for d in capped)
+
     def preemptive(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.allocatable(ssn, queue, task)
 
@@ -135,6 +160,17 @@ class ProportionPlugin(Plugin):
         assert job.min_resources is not None
         shortfall = self.ledgers[job.queue].enqueue_shortfall(job.min_resources)
         return f"queue {queue.name} capability exceeded on {', '.join(shortfall)}"
+
+    def enqueue_refusal(self, ssn: Session, job: JobInfo) -> Refusal:
+        text = self.enqueue_reason(ssn, job)
+        if not ssn.queues[job.queue].is_open:
+            return Refusal(text, QUOTA)
+        assert job.min_resources is not None
+        ledger = self.ledgers[job.queue]
+        excess = ledger.enqueue_excess(job.min_resources)
+        if capped_below(ledger.real_capability, self.total, excess):
+            return Refusal(text, QUOTA)
+        return Refusal(text, CAPACITY, excess)
 
     def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
         if job.min_resources is not None:

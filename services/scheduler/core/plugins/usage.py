@@ -37,6 +37,7 @@ import numpy as np
 from contracts.objects import Pod
 from contracts.resources import CPU, MEMORY
 from services.scheduler.core.framework.plugin import Event, NodeFailure, Plugin
+from services.scheduler.core.model.pending import CAPACITY
 from services.scheduler.core.model.task import TaskStatus
 from services.scheduler.core.plugins.usage_args import UsageArguments, argument_problems
 
@@ -210,9 +211,9 @@ class UsagePlugin(Plugin):
     def predicate(self, ssn: Session, task: TaskInfo) -> list[NodeFailure]:
         failures = []
         if self._over[0]:
-            failures.append(NodeFailure(CPU_OVER, self._cpu_over))
+            failures.append(NodeFailure(CPU_OVER, self._cpu_over, kind=CAPACITY, dimension=CPU))
         if self._over[1]:
-            failures.append(NodeFailure(MEMORY_OVER, self._memory_over))
+            failures.append(NodeFailure(MEMORY_OVER, self._memory_over, kind=CAPACITY, dimension=MEMORY))
         return failures
 
     def node_order(self, ssn: Session, task: TaskInfo, candidates: np.ndarray) -> np.ndarray:

@@ -82,7 +82,11 @@ def test_tier_1_job_fits_in_one_rack():
 def test_tier_1_job_larger_than_a_rack_stays_pending():
     result = run([*cluster(), *job(6, tier=1)], TOPOLOGY)
     assert result.binds == {}
-    assert _unschedulable(result) == "2/6 tasks in gang unschedulable: 2 nodes: insufficient cpu"
+    # (a job larger than every HyperNode of its tier is told the cluster lacks room: never-fits does not
+    # look at topology)
+    assert _unschedulable(result) == (
+        "2/6 tasks in gang unschedulable: 2 nodes: insufficient cpu; cluster lacks cpu 2"
+    )
 
 
 @pytest.mark.parametrize("tier_name", ["", "spine"])

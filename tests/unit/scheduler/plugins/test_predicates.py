@@ -208,7 +208,7 @@ REASON_CASES = [
     pytest.param(
         [node("n1", pods=1), pod("other", node_name="n1"), node("n2", cpu=0)],
         {},
-        "1 node: insufficient cpu; 1 node: too many pods",
+        "1 node: insufficient cpu; 1 node: too many pods; cluster lacks cpu 1, pods 1",
         id="too-many-pods",
     ),
 ]
@@ -240,7 +240,9 @@ def test_pod_count_fills_up_during_the_session():
     objects = [queue("default"), node("n1", cpu=8, pods=2), *gang("g", 3, cpu=1)]
     result = run(objects, PREDICATES)
     assert result.binds == {}
-    assert _message(result, "default/g") == "1 node: too many pods"
+    assert _message(result, "default/g") == (
+        "1 node: too many pods; can never fit: its 3 pods exceed the 2 pod slots of the cluster"
+    )
     elastic = [queue("default"), node("n1", cpu=8, pods=2), *gang("g", 3, min_member=2, cpu=1)]
     assert len(run(elastic, PREDICATES).binds) == 2
 
