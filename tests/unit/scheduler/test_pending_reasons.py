@@ -103,19 +103,37 @@ CASES = [
         id="quota-capability-at-enqueue",
     ),
     pytest.param(
-        # q1 deserves half of the 4 cpus (q2 asks for the rest): a share that grows with the cluster
+        # q1 deserves half of the 4 cpus (q2 asks for the rest) and holds it; no room is left: a share
+        # that would grow with the cluster
         [
             node("n1", cpu=4),
             queue("q1"),
             queue("q2"),
-            *job("g", 3, queue_name="q1"),
-            *job("other", 2, queue_name="q2"),
+            *job("g", 1, queue_name="q1"),
+            *job("running", 2, queue_name="q1", node_name="n1"),
+            *job("other", 2, queue_name="q2", node_name="n1"),
         ],
         PROPORTION,
         INSUFFICIENT_CLUSTER_CAPACITY,
-        "1/3 tasks in gang unschedulable: queue q1 over deserved cpu; cluster lacks cpu 1",
+        "1/1 tasks in gang unschedulable: queue q1 over deserved cpu; cluster lacks cpu 1",
         {"cpu": 1000},
-        id="capacity-proportion-share-of-a-small-cluster",
+        id="capacity-proportion-share-of-a-full-cluster",
+    ),
+    pytest.param(
+        # the same share, but q2's gang does not fit and leaves 2 cpus idle: the share keeps g out of them
+        [
+            node("n1", cpu=4),
+            queue("q1"),
+            queue("q2"),
+            *job("g", 1, queue_name="q1"),
+            *job("running", 2, queue_name="q1", node_name="n1"),
+            *job("other", 3, queue_name="q2"),
+        ],
+        PROPORTION,
+        INSUFFICIENT_QUEUE_QUOTA,
+        "1/1 tasks in gang unschedulable: queue q1 over deserved cpu",
+        {},
+        id="quota-proportion-share-with-room-left",
     ),
     pytest.param(
         [node("n1", cpu=8), queue("q1", capability=CPU({"cpu": 2})), *job("g", 3, queue_name="q1")],

@@ -41,7 +41,7 @@ def pending_verdict(ssn: Session, job: JobInfo, unready: int, placed: Callable[[
     if never:
         return Verdict(NEVER_FITS, f"can never fit: {never}")
     cause = job.pending_cause
-    if cause is not None and cause.kind == QUOTA:
+    if cause is not None and (cause.kind == QUOTA or (cause.share and _room_left(ssn, job))):
         return Verdict(INSUFFICIENT_QUEUE_QUOTA)
     if cause is not None and cause.kind == BEHIND_HEAD:
         return Verdict(BEHIND_QUEUE_HEAD)
@@ -75,9 +75,7 @@ def _missing(
     """The requests, on the `short` dimensions (all requested ones if none is named), of the `unready`
     pending pods that found no room, those nodes rejected first; `known` when the job has no such pod
     (a PodGroup refused at enqueue, whose pods do not exist yet)."""
-    unplaced = [t for t in job.pending_tasks() if not t.best_effort and not placed(t)]
-    unplaced.sort(key=lambda t: (t.uid not in job.fit_errors, t.role, t.index, t.uid))
-    taken = unplaced[: max(unready, 0)]
+    taken = _unplaced(job, placed)[: max(unready, 0)]
     if not taken:
         return Resources({d: v for d, v in known.items() if d != PODS and v > 0})
     total: dict[str, int] = {}
@@ -88,6 +86,28 @@ def _missing(
     if PODS in short:
         total[PODS] = len(taken) * MILLI
     return Resources(total)
+
+
+def _room_left(ssn: Session, job: JobInfo) -> bool:
+    """Is the cluster left with room, placement constraints aside, for every pod the gang needs beyond its
+    ready ones (first fit; what it placed this session was undone)? Then its queue's share, not the
+    cluster, keeps it waiting."""
+    left = ssn.nodes.future_idle().copy()
+    need = job.min_available - job.ready_task_num()
+    for task in _unplaced(job, lambda task: False)[: max(need, 0)]:
+        fits = fits_rows(left, task.requested_columns, task.init_vector)
+        if not fits.any():
+            return False
+        left[int(fits.argmax())] -= task.init_vector
+    return True
+
+
+def _unplaced(job: JobInfo, placed: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
+    """The pending pods that found no room this session, those nodes rejected first."""
+    pending = job.tasks_by_status[TaskStatus.PENDING].values()
+    unplaced = [t for t in pending if not t.best_effort and not placed(t)]
+    unplaced.sort(key=lambda t: (t.uid not in job.fit_errors, t.role, t.index, t.uid))
+    return unplaced
 
 
 def never_fits(ssn: Session, job: JobInfo) -> str:

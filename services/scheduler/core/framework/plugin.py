@@ -21,6 +21,7 @@ import numpy as np
 from services.scheduler.core.model.pending import CONSTRAINT, QUOTA, Refusal
 
 if TYPE_CHECKING:
+    from contracts.resources import Resources
     from services.scheduler.core.framework.session import Session
     from services.scheduler.core.model.job import JobInfo
     from services.scheduler.core.model.queue import QueueInfo
@@ -157,6 +158,11 @@ class Plugin:
         """Not an extension point: `quota_reason` as a Refusal, which says whether more nodes would lift the
         limit (the default: no). Only called on the cold path."""
         return Refusal(self.quota_reason(ssn, queue, task), QUOTA)
+
+    def quota_fits(self, ssn: Session, queue: QueueInfo, request: Resources) -> bool:
+        """Not an extension point: could the queue's quota ever hold `request`, were nothing else of the
+        queue running (default: yes)? Room is held for a starving job only if it could (cold path)."""
+        return True
 
     def overused_refusal(self, ssn: Session, queue: QueueInfo) -> Refusal:
         """Not an extension point: why `overused` keeps the queue out of this session (cold path)."""

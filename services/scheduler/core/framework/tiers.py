@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contracts.resources import Resources
 from services.scheduler.core.framework.plugin import (
     Event,
     NodeFailure,
@@ -219,6 +220,10 @@ class TierDispatch:
             if not plugin.allocatable(self, queue, task):  # type: ignore[arg-type]
                 return plugin.quota_refusal(self, queue, task)  # type: ignore[arg-type]
         return Refusal(f"queue {queue.name} has no room", QUOTA)
+
+    def quota_fits(self, queue: QueueInfo, request: Resources) -> bool:
+        """Could the queue's quota ever hold `request` (every allocatable plugin agrees; cold path)?"""
+        return all(p.quota_fits(self, queue, request) for p in self._flat["allocatable"])  # type: ignore[arg-type]
 
     def overused_refusal(self, queue: QueueInfo) -> Refusal:
         """Why overused_fn keeps the queue out: the first plugin saying so (cold path)."""

@@ -29,6 +29,9 @@ class Refusal:
     text: str  # as the condition's message names it, e.g. "queue q1 over capability cpu"
     kind: str = QUOTA
     missing: Resources = EMPTY
+    # a CAPACITY refusal by a fair share of the cluster: the share, not room, stops the job when the
+    # cluster is left with room for it at session close (then it is a quota wait)
+    share: bool = False
 
     def outranks(self, other: Refusal | None) -> bool:
         """A quota refusal explains a wait better than a capacity one (more nodes would not end it); of two

@@ -42,6 +42,7 @@ from services.scheduler.core.plugins.fairness import (
     accumulate,
     capped_below,
     over_amounts,
+    over_limit,
     total_guarantee,
     with_pods,
 )
@@ -170,6 +171,11 @@ class CapacityPlugin(Plugin):
             if over:
                 return self._refusal(text, ledger, over)
         return Refusal(text, QUOTA)
+
+    def quota_fits(self, ssn: Session, queue: QueueInfo, request: Resources) -> bool:
+        if self.invalid or not queue.is_open or not self.tree.is_leaf(queue.name):
+            return False
+        return all(not over_limit({}, request, ledger.real_capability) for ledger in self.chains[queue.name])
 
     def _refusal(self, text: str, ledger: QueueLedger, over: Resources) -> Refusal:
         if capped_below(ledger.real_capability, self.total, over):

@@ -33,6 +33,7 @@ from services.scheduler.core.plugins.fairness import (
     capability_limits,
     capped_below,
     over_amounts,
+    over_limit,
     real_capability,
     total_guarantee,
     water_fill,
@@ -104,12 +105,20 @@ class ProportionPlugin(Plugin):
         return f"queue {queue.name} over deserved {', '.join(ledger.over(task.resreq, ledger.deserved))}"
 
     def quota_refusal(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> Refusal:
+        """A share at the queue's capability is quota; a share of a cluster too small for every queue's
+        demand is capacity, unless the cluster is left with room for the task (then the share stops it:
+        `share`, judged at session close)."""
         text = self.quota_reason(ssn, queue, task)
         if not queue.is_open:
             return Refusal(text, QUOTA)
         ledger = self.ledgers[queue.name]
         over = over_amounts(ledger.allocated, task.resreq, ledger.deserved)
-        return Refusal(text, QUOTA) if self._capped(ledger, over) else Refusal(text, CAPACITY, over)
+        if self._capped(ledger, over):
+            return Refusal(text, QUOTA)
+        return Refusal(text, CAPACITY, over, share=True)
+
+    def quota_fits(self, ssn: Session, queue: QueueInfo, request: Resources) -> bool:
+        return queue.is_open and not over_limit({}, request, self.ledgers[queue.name].deserved)
 
     def overused_refusal(self, ssn: Session, queue: QueueInfo) -> Refusal:
         ledger = self.ledgers[queue.name]
