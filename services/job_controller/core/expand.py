@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from contracts.kube_values import go_duration
 from contracts.objects import (
     Job,
     ObjectMeta,
@@ -22,6 +23,7 @@ from contracts.objects import (
     TaskSpec,
     frozen_map,
 )
+from contracts.pending import RUNNING_ESTIMATE
 from contracts.resources import EMPTY, Resources
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -103,14 +105,17 @@ def min_resources(job: Job, classes: dict[str, PriorityClass] | None = None) -> 
 
 def podgroup_for(job: Job, classes: dict[str, PriorityClass] | None = None) -> PodGroup:
     meta = job.meta
+    annotations = {k: v for k, v in meta.annotations.items() if k.startswith(INHERITED_PREFIXES)}
+    if job.running_estimate is not None:
+        # the scheduler reads how long the job's pods will run from its PodGroup (the starvation bound's
+        # reservations: when the room they hold comes free)
+        annotations[RUNNING_ESTIMATE] = go_duration(job.running_estimate)
     return PodGroup(
         meta=ObjectMeta(
             name=meta.name,
             namespace=meta.namespace,
             uid=f"{meta.uid or meta.key}-podgroup",
-            annotations=frozen_map(
-                {k: v for k, v in meta.annotations.items() if k.startswith(INHERITED_PREFIXES)}
-            ),
+            annotations=frozen_map(annotations),
             creation_timestamp=meta.creation_timestamp,
         ),
         min_member=job.min_available or 0,

@@ -69,6 +69,7 @@ tiers:
   - name: predicates
   - name: proportion
   - name: nodeorder
+  - name: starvation
 """
 
 

@@ -27,6 +27,7 @@ _PLUGIN_PATHS = {
     "nodeorder": "services.scheduler.core.plugins.nodeorder:NodeOrderPlugin",
     "binpack": "services.scheduler.core.plugins.binpack:BinpackPlugin",
     "usage": "services.scheduler.core.plugins.usage:UsagePlugin",
+    "starvation": "services.scheduler.core.plugins.starvation:StarvationPlugin",
     "network-topology-aware": (
         "services.scheduler.core.plugins.network_topology_aware:NetworkTopologyAwarePlugin"
     ),

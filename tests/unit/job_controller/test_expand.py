@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from contracts.objects import (
     TaskSpec,
     frozen_map,
 )
+from contracts.pending import expected_run_seconds
 from contracts.resources import Resources
 from services.job_controller.core.expand import (
     default_job,
@@ -207,6 +209,17 @@ def test_podgroup_for_a_job() -> None:
     assert pg.status.phase == "Pending"
     # simulation knobs and the preemptable flag travel with the job; other annotations do not
     assert dict(pg.meta.annotations) == {"lahar.dev/sim-duration": "30s", "volcano.sh/preemptable": "false"}
+
+
+def test_the_running_estimate_goes_on_the_podgroup() -> None:
+    # the scheduler reads how long the job's pods run from the PodGroup (the starvation bound)
+    estimated = replace(job(*WORKED), running_estimate=5400.0)
+    pg = podgroup_for(default_job(estimated), CLASSES)
+    assert dict(pg.meta.annotations) == {"lahar.dev/running-estimate": "1h30m0s"}
+    assert expected_run_seconds({}, pg.meta.annotations) == 5400.0
+    assert (
+        "lahar.dev/running-estimate" not in podgroup_for(default_job(job(*WORKED)), CLASSES).meta.annotations
+    )
 
 
 # --- the pods -----------------------------------------------------------------------------------------

@@ -23,12 +23,12 @@ tiers:
 """
 
 
-def test_default_conf_is_volcanos_builtin() -> None:
+def test_default_conf_is_volcanos_builtin_with_the_starvation_bound() -> None:
     conf = default_conf()
     assert conf.actions == ("enqueue", "allocate", "backfill")
     assert [[p.name for p in tier] for tier in conf.tiers] == [
         ["priority", "gang", "conformance"],
-        ["overcommit", "drf", "predicates", "proportion", "nodeorder"],
+        ["overcommit", "drf", "predicates", "proportion", "nodeorder", "starvation"],
     ]
 
 
