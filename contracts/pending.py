@@ -9,6 +9,7 @@ INSUFFICIENT_CLUSTER_CAPACITY is worth adding nodes for (SCALE_UP_REASONS).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from contracts.parse_fields import duration_seconds
@@ -56,9 +57,16 @@ def expected_run_seconds(
     simulated duration; None when neither is given or one is malformed (unknown: it may run forever)."""
     for value in (group_annotations.get(RUNNING_ESTIMATE), pod_annotations.get(SIM_DURATION)):
         if value:
-            try:
-                seconds = duration_seconds(value)
-            except ValueError:
-                return None
-            return seconds if seconds >= 0 else None
+            return _seconds(value)
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _seconds(text: str) -> float | None:
+    """A duration annotation's seconds, None if malformed or negative (pods of one template share the
+    text, so a scheduler reading every pod's parses each text once)."""
+    try:
+        seconds = duration_seconds(text)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
