@@ -192,6 +192,10 @@ async def test_replicas_share_the_podgroups_and_place_each_gang_once(
     )
     assert sorted(e.key for e in bound) == sorted(placed)  # each once, none of huge's
     await eventually(lambda: _unschedulable(bus, "default/huge"), what="huge marked Unschedulable")
+    # it says it can never fit (no node has 9 cpus), and the replica that owns it, only that one, counts it
+    assert await _unschedulable_reason(bus, "default/huge") == "NeverFits"
+    counted = [r.sched_metrics.podgroups_pending.labels("default", "NeverFits").value for r in replicas]
+    assert sorted(counted) == [0.0, 1.0]
     for name in fitting:
         seqs = [e.seq for e in bound if e.key.startswith(f"default/{name}-")]
         assert seqs[1] == seqs[0] + 1  # a gang lands in one batch
@@ -303,6 +307,17 @@ async def _unschedulable(bus: Bus, key: str) -> bool:
         if any(c["type"] == "Unschedulable" and c["status"] == "True" for c in conditions):
             return True
     return False
+
+
+async def _unschedulable_reason(bus: Bus, key: str) -> str:
+    """The reason of the latest Unschedulable (True) condition the log gave the PodGroup."""
+    reasons = [
+        c["reason"]
+        for event in of_type(await read_log(bus), "PodGroupStatusChanged", key)
+        for c in event.env.payload["conditions"]
+        if c["type"] == "Unschedulable" and c["status"] == "True"
+    ]
+    return reasons[-1] if reasons else ""
 
 
 async def _node_ready(nodes: ReadModel, name: str, ready: bool) -> bool:
