@@ -8,8 +8,9 @@ carries them, so no session converts Node objects. Finished work (pods and PodGr
 see `core/live.py`) stays readable here but leaves the snapshot.
 
 Assumptions: after publishing a plan the replica calls `assume(plan)`, and its pods show as bound (or,
-for evictions, as releasing) and its PodGroups with the planned status until the log answers: `PodBound`,
-`PodEvicting` or `PodGroupStatusChanged` settle them one by one, `PlanRejected` forgets the whole plan.
+for evictions, as releasing; for reservations, as nominated to their node) and its PodGroups with the
+planned status until the log answers: `PodBound`, `PodEvicting`, `PodNominated` or
+`PodGroupStatusChanged` settle them one by one, `PlanRejected` forgets the whole plan.
 Without this the next session would place the same pods again and over-commit nodes.
 
 How each event type changes the view is in `view_events.py` (the fold); this module holds the objects,
@@ -52,6 +53,8 @@ _DEFAULT_QUEUE = Queue(
 )
 _POD = "pod"
 _GROUP = "podgroup"
+# what a plan does to a pod
+_BIND, _EVICT, _NOMINATE = "bind", "evict", "nominate"
 
 
 class SchedulerView:
@@ -86,8 +89,8 @@ class SchedulerView:
         self.logged_pods: dict[str, Pod] = {}
         self.logged_podgroups: dict[str, PodGroup] = {}
         self.shown = LiveObjects()
-        # pod key -> (plan id, node to bind to, or None for an eviction)
-        self._pod_assumed: dict[str, tuple[str, str | None]] = {}
+        # pod key -> (plan id, what the plan does to it: bind, evict or nominate, and the node)
+        self._pod_assumed: dict[str, tuple[str, tuple[str, str]]] = {}
         self._group_assumed: dict[str, tuple[str, PodGroupUpdate]] = {}
         # plan id -> the (kind, key) pairs still waiting for the log
         self._plans: dict[str, set[tuple[str, str]]] = {}
@@ -198,9 +201,11 @@ class SchedulerView:
         pod = self.logged_pods.get(key)
         assumed = self._pod_assumed.get(key)
         if pod is not None and assumed is not None:
-            node = assumed[1]
-            if node is None:
+            change, node = assumed[1]
+            if change == _EVICT:
                 pod = replace(pod, meta=replace(pod.meta, deletion_timestamp=self.time))
+            elif change == _NOMINATE:
+                pod = replace(pod, status=replace(pod.status, nominated_node_name=node))
             else:
                 pod = replace(pod, spec=replace(pod.spec, node_name=node))
         self.shown.put_pod(key, pod)
@@ -226,8 +231,9 @@ class SchedulerView:
     def assume(self, plan: PlanMessage) -> None:
         """Show the plan's placements, evictions and statuses until the log answers for them."""
         waiting: set[tuple[str, str]] = set()
-        changes: list[tuple[str, str, Any]] = [(_POD, b.task, b.node) for b in plan.binds]
-        changes += [(_POD, e.task, None) for e in plan.evictions]
+        changes: list[tuple[str, str, Any]] = [(_POD, b.task, (_BIND, b.node)) for b in plan.binds]
+        changes += [(_POD, e.task, (_EVICT, e.node)) for e in plan.evictions]
+        changes += [(_POD, r.task, (_NOMINATE, r.node)) for r in plan.reservations]
         changes += [(_GROUP, key, update) for key, update in plan.podgroups.items()]
         for kind, key, value in changes:
             known = self.logged_pods if kind == _POD else self.logged_podgroups

@@ -4,7 +4,8 @@ simulated nodes' clocks (when each running pod will exit).
 `observe` applies one event of the log: a Job's PodGroup and pods exist from the job-controller's
 PodGroupCreated and PodCreated on (Volcano's controller creates pods once the PodGroup left Pending), a pod
 is bound by PodBound, runs from PodRunning, ends with PodSucceeded / PodFailed, and is gone once it is
-stopped (PodTerminated) or deleted before it ran. Nodes, queues, priority classes, hypernodes and the pods
+stopped (PodTerminated) or deleted before it ran; a pending pod holds the room a preemption reserved for it
+from PodNominated until it is bound. Nodes, queues, priority classes, hypernodes and the pods
 and PodGroups of plain manifests (no Job) are added as they are (`add`): no controller owns those pods, so a
 stopped one goes back to Pending, as if its owner created it again.
 """
@@ -172,7 +173,10 @@ class World:
         pod = self.pods[key]
         etype, node = event.type, named_node(event.data)
         if etype == "PodBound" and not pod.spec.node_name:
-            self.pods[key] = replace(pod, spec=replace(pod.spec, node_name=node))
+            status = replace(pod.status, nominated_node_name="")  # its reserved room is used
+            self.pods[key] = replace(pod, spec=replace(pod.spec, node_name=node), status=status)
+        elif etype == "PodNominated" and not pod.spec.node_name:
+            self.pods[key] = replace(pod, status=replace(pod.status, nominated_node_name=node))
         elif etype == "PodRunning" and pod.status.phase == "Pending":
             running = replace(pod, status=PodStatus(phase="Running", start_time=event.time))
             self.pods[key] = running

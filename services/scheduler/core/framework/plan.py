@@ -23,17 +23,30 @@ class Eviction:
 
 
 @dataclass(frozen=True, slots=True)
+class Reservation:
+    """Room on `node` held for the pending `task` until it can be bound there: a preemptor's or
+    reclaimer's pipelined task, committed with the evictions that free the room."""
+
+    task: str
+    job: str
+    node: str
+    reason: str = ""  # the decision and its victims, for the log
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """One committed Statement: a gang's binds land together or not at all."""
+    """One committed Statement: a gang's binds land together or not at all, and so do a preemption's
+    evictions and the reservations they make room for."""
 
     binds: tuple[Bind, ...] = ()
     evictions: tuple[Eviction, ...] = ()
     # the PodGroup the statement acted for: the gang it placed, the preemptor's or reclaimer's (whose
     # task is only pipelined, so no bind names it); "" when unknown
     job: str = ""
+    reservations: tuple[Reservation, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.binds or self.evictions)
+        return bool(self.binds or self.evictions or self.reservations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +84,8 @@ class SessionResult:
     @property
     def evictions(self) -> list[str]:
         return [e.task for plan in self.plans for e in plan.evictions]
+
+    @property
+    def reservations(self) -> dict[str, str]:
+        """Committed reservations: pod key -> node."""
+        return {r.task: r.node for plan in self.plans for r in plan.reservations}
