@@ -9,6 +9,9 @@ further task, so that queues and jobs interleave by share.
 Hard network-topology jobs are placed inside one HyperNode: each candidate domain (narrowest gradient
 first) is tried on a scratch statement, the best-scoring domain that makes the job ready or pipelined is
 replayed for real.
+
+Before anything else, room an earlier preemption reserved is turned into binds where it is free
+(reservations.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import ClassVar
 import numpy as np
 
 from contracts.objects import PodGroupCondition
+from services.scheduler.core.actions.reservations import bind_reserved
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
@@ -83,6 +87,7 @@ class AllocateAction(Action):
 
     def execute(self, ssn: Session) -> None:
         self.cache_errors = argument(self.arguments, "predicateErrorCacheEnable", True)
+        bind_reserved(ssn)
         queues, jobs_by_queue = pick_up_jobs(ssn)
         pending: dict[str, PriorityQueue[TaskInfo]] = {}
         while queues:

@@ -25,7 +25,7 @@ from services.scheduler.core.framework.statement import Statement
 from services.scheduler.core.framework.tiers import TierDispatch
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
-from services.scheduler.core.model.task import TaskInfo
+from services.scheduler.core.model.task import TaskInfo, TaskStatus
 from services.scheduler.core.model.topology import HyperNodeTopology
 from services.scheduler.core.registry import ACTIONS, PLUGINS
 from services.scheduler.core.snapshot import ClusterSnapshot
@@ -63,6 +63,8 @@ class Session(TierDispatch):
         self.default_priority = model.default_priority
         self.skipped_pods = model.skipped_pods
         self.implicit_groups = model.implicit
+        # jobs holding room reserved by an earlier preemption (their nominated tasks start Pipelined)
+        self.reserved_jobs = model.reserved
         self.total_resource: Resources = self.resources.resources(self.nodes.total_allocatable())
         self.plans: list[Plan] = []
         # round-robin start for the adaptive feasible-node search (kube-scheduler's nextStartNodeIndex)
@@ -87,6 +89,11 @@ class Session(TierDispatch):
         for built_tier in tiers:
             for _, plugin in built_tier:
                 plugin.on_session_open(self)
+        # reserved room (build.py) is announced as a pipeline of this session: the plugins' shares and
+        # node scores count it, and un-pipelining it later is symmetric
+        for key in self.reserved_jobs:
+            for task in self.jobs[key].tasks_by_status[TaskStatus.PIPELINED].values():
+                self.fire_allocate(task)
 
     # --- conveniences used by actions and plugins -------------------------------------------------
     def statement(self) -> Statement:
