@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from services.scheduler.core.model.queue import QueueInfo
 
 
+# the tasks a queue's request counts besides its allocated ones
+_WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+
+
 def with_pods(resources: Mapping[str, int], pods: int) -> Resources:
     """`resources` plus `pods` pods (Volcano counts one pod per task as a scalar resource)."""
     return Resources(resources) + {PODS: pods * MILLI}
@@ -187,9 +191,11 @@ class QueueLedger:
         allocated = with_pods(job.allocated, job.count(*ALLOCATED_STATUSES))
         accumulate(self.allocated, allocated.items())
         accumulate(self.request, allocated.items())
-        for task in job.tasks_by_status[TaskStatus.PENDING].values():
-            accumulate(self.request, task.resreq.items())
-            accumulate(self.request, ((PODS, MILLI),))
+        # a pod waiting in room reserved for it (Pipelined from the start of the session) is pending too
+        for status in _WAITING:
+            for task in job.tasks_by_status[status].values():
+                accumulate(self.request, task.resreq.items())
+                accumulate(self.request, ((PODS, MILLI),))
         for requests, count in job.unplaced.items():  # pending pods another replica places
             accumulate(self.request, requests.times(count).items())
             accumulate(self.request, ((PODS, count * MILLI),))
