@@ -4,7 +4,7 @@ each case names what Volcano does instead where it differs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -363,3 +363,10 @@ def test_a_preemption_that_makes_no_room_says_why_per_node() -> None:
         "preempt would not make room, nothing evicted: 1 pod(s) would have found room but not the whole"
         " gang; default/high-1: 1 node: no pod it may evict; 1 node: only pods of equal or higher priority"
     )
+
+
+@pytest.mark.parametrize("tiers", [TIERS, (["priority", "cdp", "conformance"], ["predicates"])])
+def test_the_cooldown_holds_with_or_without_cdp_in_the_conf(tiers: tuple[Any, ...]) -> None:
+    """Volcano protects only when its cdp plugin is configured; a conf naming it loads unchanged here."""
+    case = replace(COOLDOWN[0], tiers=tiers)
+    assert check(case).evictions == []
