@@ -266,8 +266,14 @@ class SimCluster:
         )
 
     def next_moment(self, now: float) -> float | None:
-        """When something happens next without a session deciding it: a run ends, an object arrives, or a
-        controller's timeout or TTL falls due."""
+        """When something happens next without a session deciding it: a run ends, an object arrives, a
+        controller's timeout or TTL falls due, or a running pod's cool-down ends (it may be a victim then)."""
         arrival = min((t for t, _ in self.arrivals), default=None)
-        moments = (self.world.next_completion(), arrival, self.controllers.next_deadline(now))
+        world = self.world
+        moments = (
+            world.next_completion(),
+            arrival,
+            self.controllers.next_deadline(now),
+            world.next_cooldown_end(now),
+        )
         return min((t for t in moments if t is not None), default=None)

@@ -25,6 +25,7 @@ from contracts.usage import SIM_USAGE, sim_usage_problem
 from services.job_controller.core.expand import GROUP_NAME, POD_GENERATION
 from services.node_agent.node_labels import well_known_labels
 from services.scheduler.core.framework.plan import SessionResult
+from services.scheduler.core.model.task import pod_cooldown_s
 from services.scheduler.core.snapshot import ClusterSnapshot
 from services.simulator.jobs import SimJob
 from shared.runner_types import Event
@@ -265,6 +266,17 @@ class World:
 
     def next_completion(self) -> float | None:
         return min(self.finish_at.values(), default=None)
+
+    def next_cooldown_end(self, now: float) -> float | None:
+        """When the next running pod's cool-down (volcano.sh/cooldown-time) ends after `now`: from then on
+        it may be preempted or reclaimed, so a session may decide what it could not before."""
+        ends = []
+        for key in (*self.finish_at, *self.waiting_barrier):
+            pod = self.pods[key]
+            cooldown, started = pod_cooldown_s(pod), pod.status.start_time
+            if cooldown is not None and started is not None and started + cooldown > now:
+                ends.append(started + cooldown)
+        return min(ends, default=None)
 
     # --- progress -----------------------------------------------------------------------------------
     def unfinished_jobs(self) -> list[str]:
