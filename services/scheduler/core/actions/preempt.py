@@ -161,7 +161,7 @@ class PreemptAction(Action):
             ssn,
             preemptor,
             stages,
-            ssn.preemptable_fn,
+            "preemptable",
             lambda node: _fits(ssn, queue, preemptor, node),
             f"{REASON}: for {preemptor.key} (job {job.uid}, priority {job.priority})",
         )

@@ -120,7 +120,7 @@ class ReclaimAction(Action):
                 (NOT_RECLAIMABLE, reclaimable_queue),
                 (COOLING_DOWN, lambda victim: not in_cooldown(victim, now)),
             ],
-            ssn.reclaimable_fn,
+            "reclaimable",
             lambda node: fits_once_released(ssn, task, node),
             f"{REASON}: for {task.key} (job {job.uid}, queue {job.queue})",
         )

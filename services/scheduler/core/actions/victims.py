@@ -35,8 +35,15 @@ Stage = tuple[str, Callable[[TaskInfo], bool]]
 Cost = tuple[int, int, int, int]  # pods lost, highest victim priority, priority sum, victims
 
 NOTHING_TO_EVICT = "no pod it may evict"
-PLUGINS_PROTECT = "the plugins protect every pod it may evict (gang minAvailable, conformance, quotas)"
 STILL_NO_FIT = "it still would not fit after evicting every victim allowed (queue quota or predicates)"
+
+
+def protected(plugins: Sequence[str]) -> str:
+    if not plugins:
+        return "the plugins allow no victim among the pods it may evict"
+    if len(plugins) == 1:
+        return f"the {plugins[0]} plugin allows no victim"
+    return f"the {', '.join(plugins)} plugins allow no victim"
 
 
 def too_little(lacking: Sequence[str]) -> str:
@@ -53,12 +60,13 @@ class Choice:
 @dataclass(slots=True)
 class VictimSearch:
     """One evicting task's search: `fits(node)` tells whether it fits the node in the session's current
-    state (the trial evictions applied); `plugins` is the session's Preemptable or Reclaimable."""
+    state (the trial evictions applied); `point` names the plugins' answer asked (Preemptable or
+    Reclaimable)."""
 
     ssn: Session
     task: TaskInfo
     stages: Sequence[Stage]
-    plugins: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
+    point: str  # the plugins' extension point asked: preemptable or reclaimable
     fits: Callable[[int], bool]
     reason: str  # the eviction reason trial evictions carry
     misses: dict[str, int] = field(default_factory=dict)  # why nodes gave no choice -> how many
@@ -87,9 +95,13 @@ class VictimSearch:
             candidates = [t for t in candidates if keep(t)]
             if not candidates:
                 return self._miss(why)
-        victims = self.plugins(self.task, candidates)
+        ssn = self.ssn
+        if self.point == "reclaimable":
+            victims = ssn.reclaimable_fn(self.task, candidates)
+        else:
+            victims = ssn.preemptable_fn(self.task, candidates)
         if not victims:
-            return self._miss(PLUGINS_PROTECT)
+            return self._miss(protected(ssn.refusing_plugins(self.point, self.task, candidates)))
         lacking = shortfall(self.ssn, self.task, node, victims)
         if lacking:
             return self._miss(too_little(lacking))
