@@ -50,9 +50,12 @@ def _duplicates(plan: PlanMessage) -> str:
 
 
 def _binds(ledger: Ledger, plan: PlanMessage) -> str:
-    # node -> the resources and pod slots the plan's earlier binds take there
+    # node -> the resources and pod slots the plan's earlier binds take there, and the reserved room and
+    # slots the plan's binds so far give back by being bound where it was reserved for them
     adding: dict[str, dict[str, int]] = {}
     slots: dict[str, int] = {}
+    released: dict[str, dict[str, int]] = {}
+    released_slots: dict[str, int] = {}
     for bind in plan.binds:
         pod = ledger.pods.get(bind.task)
         if pod is None:
@@ -73,8 +76,12 @@ def _binds(ledger: Ledger, plan: PlanMessage) -> str:
         added = adding.setdefault(bind.node, {})
         if len(node.pods) + slots.get(bind.node, 0) >= node.max_pods:
             return f"node {bind.node} is full ({node.max_pods} pods)"
-        own = pod.requests if pod.reserving and pod.nominated == bind.node else {}
-        if node.future_pods() - bool(own) + slots.get(bind.node, 0) >= node.max_pods:
+        given_back = released.setdefault(bind.node, {})
+        if pod.reserving and pod.nominated == bind.node:  # its own room: bound, no longer reserved
+            _add_to(given_back, pod.requests)
+            released_slots[bind.node] = released_slots.get(bind.node, 0) + 1
+        taken = node.future_pods() - released_slots.get(bind.node, 0) + slots.get(bind.node, 0)
+        if taken >= node.max_pods:
             return f"node {bind.node}: its free pod slots are reserved ({_reserved_for(node.reservations)})"
         for dim, value in pod.requests.items():
             if value <= 0:
@@ -82,7 +89,7 @@ def _binds(ledger: Ledger, plan: PlanMessage) -> str:
             idle = node.allocatable.get(dim, 0) - node.used.get(dim, 0) - added.get(dim, 0)
             if value > idle:
                 return f"pod {bind.task} does not fit node {bind.node}: {dim} requests {value}, {idle} idle"
-            free = node.future_room(dim) + own.get(dim, 0) - added.get(dim, 0)
+            free = node.future_room(dim) + given_back.get(dim, 0) - added.get(dim, 0)
             if value > free:
                 return (
                     f"pod {bind.task} does not fit node {bind.node}: {dim} requests {value}, {free} free"
@@ -117,6 +124,12 @@ def _reservations(ledger: Ledger, plan: PlanMessage) -> str:
         freed_slots[eviction.node] = freed_slots.get(eviction.node, 0) + 1
     adding: dict[str, dict[str, int]] = {}
     slots: dict[str, int] = {}
+    # a pod nominated again where it already holds room gives that room back before taking it again
+    for reservation in plan.reservations:
+        pod = ledger.pods.get(reservation.task)
+        if pod is not None and pod.reserving and pod.nominated == reservation.node:
+            _add_to(freed.setdefault(reservation.node, {}), pod.requests)
+            freed_slots[reservation.node] = freed_slots.get(reservation.node, 0) + 1
     for reservation in plan.reservations:
         key, name = reservation.task, reservation.node
         pod = ledger.pods.get(key)
@@ -134,17 +147,14 @@ def _reservations(ledger: Ledger, plan: PlanMessage) -> str:
             return f"node {name} is NotReady"
         if node.unschedulable:
             return f"node {name} is unschedulable"
-        own = pod.requests if pod.reserving and pod.nominated == name else {}
-        taken = node.future_pods() - bool(own) - freed_slots.get(name, 0) + slots.get(name, 0)
+        taken = node.future_pods() - freed_slots.get(name, 0) + slots.get(name, 0)
         if taken >= node.max_pods:
             return f"no pod slot can be reserved for pod {key} on node {name} ({node.max_pods} pods)"
         added = adding.setdefault(name, {})
         for dim, value in pod.requests.items():
             if value <= 0:
                 continue
-            room = (
-                node.future_room(dim) + own.get(dim, 0) + freed.get(name, {}).get(dim, 0) - added.get(dim, 0)
-            )
+            room = node.future_room(dim) + freed.get(name, {}).get(dim, 0) - added.get(dim, 0)
             if value > room:
                 return (
                     f"no room can be reserved for pod {key} on node {name}: {dim} requests {value},"

@@ -228,3 +228,26 @@ def test_the_wire_carries_reservations_and_the_view_assumes_them() -> None:
     view.apply(log.event("PodBound", "default/high-0", payloads.PodBound(node="n1", plan="plan-2")))
     bound = view.pod("default/high-0")
     assert (bound.spec.node_name, bound.status.nominated_node_name) == ("n1", "")
+
+
+def test_a_gang_is_bound_into_its_reserved_room_in_one_plan() -> None:
+    """Both pods of the gang were nominated to n1 (two victims); once they stopped, one plan binds both:
+    each gives back its own reserved room as it takes it (found by the stack test)."""
+    core, state, log = cluster()
+    room = plan(e=evict("low-0@n1", "low-1@n1"), r=reserve("high-0@n1", "high-1@n1"))
+    state, outputs = core.submit_plan(state, room, 1.0)
+    for output in outputs:
+        state = core.apply(
+            state, log.event(output.type, f"default/{output.name}", output.payload, id=output.id)
+        )
+    for victim in ("low-0", "low-1"):
+        state = core.apply(
+            state, log.event("PodTerminated", f"default/{victim}", payloads.PodTerminated(node="n1"))
+        )
+    both = plan(
+        "bind", b=(Bind("default/high-0", "default/high", "n1"), Bind("default/high-1", "default/high", "n1"))
+    )
+    assert verify(state.ledger, both).reason == ""
+    # nominated there again (a second preemption for the same gang), their room is not counted twice
+    again = plan("again", r=reserve("high-0@n1", "high-1@n1"))
+    assert verify(state.ledger, again).reason == ""
