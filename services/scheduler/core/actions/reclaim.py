@@ -86,9 +86,9 @@ class ReclaimAction(Action):
                 pending = tasks[job.uid]
                 while pending and ssn.job_starving_fn(job):
                     task = pending.pop()
-                    if preemption_never(ssn, task) or not ssn.preemptive_fn(queue, task):
-                        continue
-                    if ssn.pre_predicate_fn(task):
+                    why = _may_not_reclaim(ssn, queue, task)
+                    if why:
+                        attempts.no_room(task, why)
                         continue
                     self.reclaim_for_task(ssn, stmt, task, job, attempts)
                 committed = ssn.job_pipelined_fn(job)
@@ -133,6 +133,15 @@ class ReclaimAction(Action):
         stmt.pipeline(task, choice.node)
         attempts.room(task, ssn.nodes.names[choice.node], choice.victims)
         return True
+
+
+def _may_not_reclaim(ssn: Session, queue: QueueInfo, task: TaskInfo) -> str:
+    """Why the task may not reclaim at all ("" when it may)."""
+    if preemption_never(ssn, task):
+        return "its preemptionPolicy is Never"
+    if not ssn.preemptive_fn(queue, task):
+        return f"queue {queue.name} may not grow by it (it would pass its deserved share)"
+    return ssn.pre_predicate_fn(task) or ""
 
 
 def _other_queue(ssn: Session, task: TaskInfo, reclaimer: JobInfo) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
-from support.builders import conf, node, pod, podgroup, priority_class, queue, run
+from support.builders import conf, node, pod, podgroup, priority_class, queue, res, run
 
 from contracts.evictions import eviction_cause
 from services.scheduler.core.framework.plan import SessionResult
@@ -370,3 +370,24 @@ def test_the_cooldown_holds_with_or_without_cdp_in_the_conf(tiers: tuple[Any, ..
     """Volcano protects only when its cdp plugin is configured; a conf naming it loads unchanged here."""
     case = replace(COOLDOWN[0], tiers=tiers)
     assert check(case).evictions == []
+
+
+def test_reclaim_says_why_a_queue_takes_nothing_back() -> None:
+    objects = [
+        node("n1", cpu=4),
+        queue("q1", 1),
+        queue("q2", 3, capability=res(cpu=2)),
+        podgroup("held", queue="q1"),
+        pod("held-0", "held", cpu=4, node_name="n1"),
+        podgroup("new", queue="q2"),
+        pod("new-0", "new", cpu=3),
+    ]
+    tiers = (["priority", "gang", "conformance"], ["predicates", "proportion"])
+    result = run(objects, conf("reclaim", *tiers), now=NOW)
+    assert result.evictions == []
+    (condition,) = [c for c in result.podgroups["default/new"].conditions if c.type == "Reclaiming"]
+    assert (condition.status, condition.reason) == ("False", "WouldNotMakeRoom")
+    assert condition.message == (
+        "reclaim would not make room, nothing evicted: default/new-0: queue q2 may not grow by it"
+        " (it would pass its deserved share)"
+    )
