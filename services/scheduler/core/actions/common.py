@@ -52,12 +52,6 @@ def predicates_pass(ssn: Session, task: TaskInfo, node: int) -> bool:
     return not any(failure.nodes[node] for failure in ssn.predicate_failures(task))
 
 
-def victims_cover(ssn: Session, task: TaskInfo, node: int, victims: Sequence[TaskInfo]) -> bool:
-    """ValidateVictims: could evicting all `victims` make the task's request fit the node's future idle?
-    (An empty list passes when the task already fits.)"""
-    return not shortfall(ssn, task, node, victims)
-
-
 def shortfall(ssn: Session, task: TaskInfo, node: int, victims: Sequence[TaskInfo]) -> list[str]:
     """The resources the task would still lack on the node after evicting all `victims`, and `pods`
     when no pod slot would come free."""

@@ -18,6 +18,7 @@ Gangs stay whole: a gang whose reserved pods are not all free yet waits with all
 
 from __future__ import annotations
 
+from services.scheduler.core.actions.common import predicates_pass
 from services.scheduler.core.actions.explain import (
     RESERVATION_BOUND,
     RESERVATION_RELEASED,
@@ -51,7 +52,7 @@ def _honor(ssn: Session, job: JobInfo) -> None:
     waiting: list[TaskInfo] = []
     for task in reserved:
         node = where[task.uid]
-        if fits_idle(ssn, task, node) and _predicates_pass(ssn, task, node):
+        if fits_idle(ssn, task, node) and predicates_pass(ssn, task, node):
             stmt.allocate(task, node)
             placed.append(task)
         elif _still_releasing(ssn, task, node):
@@ -74,10 +75,6 @@ def _honor(ssn: Session, job: JobInfo) -> None:
     else:
         stmt.discard()
         _repipeline(ssn, reserved, where)
-
-
-def _predicates_pass(ssn: Session, task: TaskInfo, node: int) -> bool:
-    return not any(failure.nodes[node] for failure in ssn.predicate_failures(task))
 
 
 def _still_releasing(ssn: Session, task: TaskInfo, node: int) -> bool:
