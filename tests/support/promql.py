@@ -64,5 +64,6 @@ def parse_query(expr: str) -> Query:
         if name in _KEYWORDS or (not block and text[match.end() :].lstrip().startswith("(")):
             continue
         labels = frozenset(_MATCHER_LABEL.findall(block or ""))
-        selectors.append(Selector(name, labels, expr[match.start() : match.end()].strip()))
+        end = match.end(2) if block else match.end(1)  # not the blanks that follow (a masked range)
+        selectors.append(Selector(name, labels, expr[match.start() : end]))
     return Query(tuple(selectors), grouping)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support.ops_allowlist import NOT_YET_EXPORTED
+from support.prometheus_server import configured_rule_files
 from support.promql import parse_query
 
 from services.admission.service import AdmissionMetrics
@@ -139,15 +140,9 @@ def scraped_labels(series: str) -> frozenset[str] | None:
     return None
 
 
-def rule_files() -> list[Path]:
-    """The rule files prometheus.yml loads (its entries may be globs, relative to its directory)."""
-    config = yaml.safe_load(PROMETHEUS.read_text())
-    return [path for entry in config.get("rule_files", []) for path in sorted(PROMETHEUS.parent.glob(entry))]
-
-
 @cache
 def recorded() -> dict[str, frozenset[str]]:
-    return recorded_in(tuple(rule_files()))
+    return recorded_in(tuple(configured_rule_files()))
 
 
 def recorded_in(paths: tuple[Path, ...]) -> dict[str, frozenset[str]]:
@@ -295,6 +290,8 @@ def test_the_query_scanner() -> None:
         ("d", {"e"}),
     ]
     assert [s.text for s in query.selectors] == ['a_bucket{x="y}", z=~"$q"}', "b", "c", 'd{e!="f"}']
+    ranged = parse_query("sum(rate(x_total[5m])) / y {a='b'}")
+    assert [s.text for s in ranged.selectors] == ["x_total", "y {a='b'}"]
     assert query.grouping == {"instance", "le", "job"}
 
 
