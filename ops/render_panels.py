@@ -102,6 +102,23 @@ def draw_lines(ax: Axes, drawn: list[tuple[str, Series]], unit: str, stacked: bo
         ax.legend(fontsize=7, loc="upper left", ncols=2 if len(drawn) > 4 else 1)
 
 
+def _amount(value: float, unit: str) -> str:
+    if unit == "ms":
+        return f"{value / 1000:.3g} s" if value >= 1000 else f"{value:.3g} ms"
+    return f"{value:.3g}{' ' + unit if unit else ''}"
+
+
+def bucket_labels(bounds: tuple[str, ...], unit: str) -> list[str]:
+    """≤ each bucket's upper bound; the +Inf bucket is "> the one below"."""
+    labels = []
+    for i, bound in enumerate(bounds):
+        if bound != "+Inf":
+            labels.append(f"≤ {_amount(float(bound), unit)}")
+        else:
+            labels.append(f"> {_amount(float(bounds[i - 1]), unit)}" if i else "+Inf")
+    return labels
+
+
 def draw_heatmap(ax: Axes, buckets: list[Series], unit: str) -> int:
     grid = heatmap_grid(buckets)
     if not grid.bounds:
@@ -110,11 +127,8 @@ def draw_heatmap(ax: Axes, buckets: list[Series], unit: str) -> int:
     step = (dates[1] - dates[0]) if len(dates) > 1 else 1.0
     edges = [*dates, dates[-1] + step]
     image = ax.pcolormesh(edges, range(len(grid.bounds) + 1), grid.counts, cmap="Oranges", shading="flat")
-    labels = [f"≤{float(b):g}" if b != "+Inf" else f">{float(grid.bounds[-2]):g}" for b in grid.bounds]
-    if len(grid.bounds) == 1 and grid.bounds[0] == "+Inf":
-        labels = ["+Inf"]
-    ax.set_yticks([i + 0.5 for i in range(len(labels))], labels, fontsize=7)
-    ax.set_ylabel(unit or "bucket")
+    ax.set_yticks([i + 0.5 for i in range(len(grid.bounds))], bucket_labels(grid.bounds, unit), fontsize=7)
+    ax.set_ylabel("le (upper bound)")
     ax.figure.colorbar(image, ax=ax, label="jobs")
     _time_axis(ax)
     return len(grid.bounds)
@@ -161,7 +175,8 @@ class Frame:
 def render_panel(panel: dict[str, Any], frame: Frame, out: Path) -> Rendered:
     """Query one panel's targets and draw them into out/<slug>.png."""
     defaults = panel.get("fieldConfig", {}).get("defaults", {})
-    unit = defaults.get("unit", "")
+    # a heatmap keeps its unit with its y axis' options
+    unit = defaults.get("unit") or panel.get("options", {}).get("yAxis", {}).get("unit", "")
     stacked = defaults.get("custom", {}).get("stacking", {}).get("mode") == "normal"
     url, start, end, window = frame.url, frame.start, frame.end, frame.window
     # a Figure on the Agg canvas, without pyplot: no display, no global figure state

@@ -16,7 +16,15 @@ from matplotlib.image import imread
 from ops import panels as dash
 from ops.panel_data import bar_label, bars, heatmap_grid
 from ops.prometheus_api import Series
-from ops.render_panels import KEY_PANELS, _seconds, draw_bars, draw_heatmap, draw_lines, slug
+from ops.render_panels import (
+    KEY_PANELS,
+    _seconds,
+    bucket_labels,
+    draw_bars,
+    draw_heatmap,
+    draw_lines,
+    slug,
+)
 
 NAN = float("nan")
 
@@ -132,6 +140,12 @@ def test_each_kind_of_panel_draws_a_picture(tmp_path: Path) -> None:
     assert ink(blank) < 0.001
     for kind, path in drawn.items():
         assert ink(path) > 0.01, kind
+
+
+def test_bucket_labels_read_as_durations() -> None:
+    assert bucket_labels(("163.064", "6383.18", "+Inf"), "ms") == ["≤ 163 ms", "≤ 6.38 s", "> 6.38 s"]
+    assert bucket_labels(("+Inf",), "") == ["+Inf"]
+    assert bucket_labels(("0.5",), "s") == ["≤ 0.5 s"]
 
 
 def test_names_and_durations() -> None:
