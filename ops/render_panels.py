@@ -98,8 +98,8 @@ def draw_lines(ax: Axes, drawn: list[tuple[str, Series]], unit: str, stacked: bo
     _format_axis(ax, unit)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    if drawn:
-        ax.legend(fontsize=7, loc="upper left", ncols=2 if len(drawn) > 4 else 1)
+    if drawn:  # beside the plot, where it hides no line
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
 def _amount(value: float, unit: str) -> str:
