@@ -37,9 +37,10 @@ def scrape_config(state: StackState, rules: list[Path], interval_s: float) -> di
     jobs: dict[str, list[str]] = {}
     for service in state.services:
         jobs.setdefault(role(service.name), []).append(f"127.0.0.1:{service.metrics_port}")
-    etcd = state.server(ETCD)
-    if etcd is not None:  # its health port serves /metrics over plain HTTP, whatever the client port speaks
-        jobs["etcd"] = [urlsplit(etcd.health_url).netloc]
+    # every etcd member serves /metrics over plain HTTP on its health port, whatever its client port speaks
+    members = [s for s in state.servers if re.fullmatch(rf"{ETCD}(-\d+)?", s.name)]
+    if members:
+        jobs["etcd"] = [urlsplit(s.health_url).netloc for s in members]
     interval = f"{round(interval_s * 1000)}ms"
     return {
         "global": {
