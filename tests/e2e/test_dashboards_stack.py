@@ -270,14 +270,21 @@ def unix_seconds(rfc3339: str) -> float:
     return second + float(f"0.{fraction or 0}")
 
 
+def installed(binary: str) -> bool:
+    try:
+        find_binary(binary)
+    except ServerError:
+        return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Observed]:
-    try:
-        find_binary("prometheus")
-    except ServerError as exc:
+    if not installed("prometheus"):
         pytest.fail(
-            f"{exc}. This test needs a real Prometheus: `scripts/dev setup` installs Debian's "
-            "prometheus package"
+            "prometheus is not installed (neither beside the interpreter nor on PATH), and this test needs a "
+            "real one: `scripts/dev setup` installs Debian's prometheus package as root "
+            "(or: apt-get install prometheus)"
         )
     here = tmp_path_factory.mktemp("dashboards")
     files = {"nodes.yaml": NODES, "scheduler.conf": SCHEDULER_CONF, "policy.yaml": DESCHEDULER_POLICY}
