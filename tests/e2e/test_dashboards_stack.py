@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 from e2e.conftest import Stack, start_stack, stop_stack
+from e2e.dashboards_workload import ARRIVE, DESCHEDULER_POLICY, FILL, JOBS, NODES, QUEUES, SCHEDULER_CONF
 from matplotlib.image import imread
 from support.ops_allowlist import NOT_YET_EXPORTED
 from support.prometheus_server import (
@@ -72,93 +73,6 @@ QUIET: dict[str, str] = {
     "lahar_descheduler_dry_run_evictions_total": "LoadAware would evict only from a node above its target "
     "thresholds toward one below its low thresholds; here every node is full, then every node is empty",
 }
-
-# --- the workload ----------------------------------------------------------------------------------------
-NODES = "".join(
-    f"""---
-apiVersion: v1
-kind: Node
-metadata: {{name: node-{i}}}
-status:
-  allocatable: {{cpu: "8", memory: 32Gi, pods: "110"}}
-"""
-    for i in range(3)
-)
-# examples/queues/reclaim.conf (Volcano's tiers and the reclaim action), with the usage plugin scoring only,
-# so the scheduler receives the node agents' usage reports
-SCHEDULER_CONF = """
-actions: "enqueue, allocate, backfill, reclaim"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-  - name: usage
-    enablePredicate: false
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
-# Seed 002's load-aware rebalancing on the node agents' samples, in dry-run: it classifies the nodes and
-# says what it would evict, and evicts nothing
-DESCHEDULER_POLICY = """
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-profiles:
-- name: default
-  pluginConfig:
-  - name: DefaultEvictor
-    args: {}
-  - name: LoadAware
-    args:
-      metrics: {type: Lahar}
-      thresholds: {cpu: 30, memory: 30}
-      targetThresholds: {cpu: 80, memory: 85}
-  plugins:
-    balance:
-      enabled: [LoadAware]
-"""
-QUEUES = """
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: Queue
-metadata: {name: batch}
-spec: {weight: 1, reclaimable: true}
----
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: Queue
-metadata: {name: capped}
-spec: {weight: 1, capability: {cpu: 6, memory: 24Gi}}
-"""
-
-
-def gang(name: str, namespace: str, queue: str, pods: int, cpu: int, seconds: int) -> str:
-    """A Volcano Job of `pods` pods that all start together, each running `seconds` on a hollow node."""
-    return f"""---
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  name: {name}
-  namespace: {namespace}
-  annotations: {{lahar.dev/sim-duration: {seconds}s}}
-spec:
-  queue: {queue}
-  minAvailable: {pods}
-  tasks:
-  - name: work
-    replicas: {pods}
-    template:
-      spec:
-        restartPolicy: Never
-        containers: [{{name: work, image: busybox, resources: {{requests: {{cpu: "{cpu}", memory: 2Gi}}}}}}]
-"""
-
-
-# the three batch jobs fill the 24 cpu; the capped queue's jobs then need what batch holds above its share
-FILL = [gang(f"fill-{i}", ns, "batch", 4, 2, 20) for i, ns in enumerate(("research", "research", "prod"))]
-ARRIVE = [gang("urgent", "prod", "capped", 3, 2, 5), gang("small", "research", "capped", 1, 1, 5)]
-JOBS = {"fill-0", "fill-1", "fill-2", "urgent", "small"}
 
 
 # --- what ops/ queries -----------------------------------------------------------------------------------
