@@ -27,6 +27,8 @@ from services.simulator.world import annotation_errors
 from shared.client import LaharClient
 
 EXIT_NONE_FINISHES = 3  # as `lahar simulate`: no candidate can finish the workload
+# what makes work for the scheduler; nodes, queues and classes alone give the candidates nothing to show
+WORKLOAD_KINDS = ("Job", "Pod", "PodGroup", "CronJob", "JobFlow")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -144,8 +146,12 @@ def run(args: argparse.Namespace) -> int:
         return output.EXIT_USAGE
     try:
         horizon = duration_seconds(args.horizon)
+    except ValueError as exc:
+        print(f"lahar advise: --horizon: {exc}", file=sys.stderr)
+        return output.EXIT_USAGE
+    try:
         candidates = candidates_from(args.conf)
-    except ValueError as exc:  # ConfError is one
+    except ConfError as exc:
         print(f"lahar advise: {exc}", file=sys.stderr)
         return output.EXIT_USAGE
     with tempfile.TemporaryDirectory(prefix="lahar-advise-") as scratch:
@@ -165,6 +171,10 @@ def run(args: argparse.Namespace) -> int:
         except ManifestError as exc:
             print(str(exc), file=sys.stderr)
             return output.EXIT_USAGE
+    if not any(getattr(obj, "kind", "") in WORKLOAD_KINDS for obj in objects):
+        since = f" in the last {args.since:g}s" if args.since is not None else ""
+        print(f"lahar advise: no workload to replay{since}: no {', '.join(WORKLOAD_KINDS)}", file=sys.stderr)
+        return output.EXIT_USAGE
     results = replay(objects, candidates, seed=args.seed, horizon_s=horizon, progress=_show_progress)
     advice = rank(results, args.objective)
     if args.output == "json":

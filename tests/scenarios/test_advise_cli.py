@@ -148,8 +148,14 @@ def test_bad_input_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     err = capsys.readouterr().err
     assert "--conf nonesuch: no such file, nor a built-in candidate (default, no-gang" in err
     assert f"--conf {broken}: actions" in err and "hurry" in err
+    assert main(["advise", *GANG_WORKLOAD, "--horizon", "soon"]) == 2
+    assert "lahar advise: --horizon: expected a duration" in capsys.readouterr().err
     assert main(["advise", "--conf", "default"]) == 2
     assert "give the workload with -f FILE and/or --from-log" in capsys.readouterr().err
+    assert main(["advise", *GANG_WORKLOAD, "--since", "1h"]) == 2
+    assert "--since goes with --from-log" in capsys.readouterr().err
+    assert main(["advise", "-f", str(GANG / "cluster.yaml")]) == 2
+    assert "no workload to replay: no Job, Pod, PodGroup, CronJob, JobFlow" in capsys.readouterr().err
     assert main(["advise", *GANG_WORKLOAD, "--since", "1h"]) == 2
     assert "--since goes with --from-log" in capsys.readouterr().err
     bad = tmp_path / "bad.yaml"
