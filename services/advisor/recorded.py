@@ -7,7 +7,8 @@ read (`lahar export workload`, `lahar advise --from-log`).
 - The workload: every Job, plain Pod and user PodGroup admission accepted (JobSubmitted, PodSubmitted,
   PodGroupSubmitted), as accepted and defaulted, in arrival order, each with `lahar.dev/sim-arrival` = its
   acceptance time after the first one's. A name submitted again after a deletion is a new arrival: it is
-  written as `<name>-2`, `<name>-3`, ... so that both runs stay in the workload. CronJobs and JobFlows
+  written as `<name>-2`, `<name>-3`, ... so that both runs stay in the workload (their run times, recorded
+  under the one name, are pooled). CronJobs and JobFlows
   come out as the jobs they made, when they made them.
 - Run times: where pods of a task ran to success, the task's pod template gets `lahar.dev/sim-duration`
   = their mean observed run time (PodRunning to PodSucceeded), replacing any such annotation it had; a
