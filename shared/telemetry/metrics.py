@@ -129,17 +129,41 @@ class Scraped(Collector):
         """Add where the series come from (several instances of a component in one process: one each)."""
         self.sources.append(read)
 
-    def collect(self) -> Iterator[Family]:
+    def _family(self) -> tuple[Family, str]:
         if self.kind == "counter" and self.name.endswith("_total"):
-            family, sample_name = Family(self.name[: -len("_total")], self.help, "counter"), self.name
-        else:
-            family = Family(self.name, self.help, "gauge" if self.kind == "gauge" else "unknown")
-            sample_name = self.name
+            return Family(self.name[: -len("_total")], self.help, "counter"), self.name
+        return Family(self.name, self.help, "gauge" if self.kind == "gauge" else "unknown"), self.name
+
+    def describe(self) -> Iterable[Family]:
+        return [self._family()[0]]  # registering reads no source (the service may not be built yet)
+
+    def collect(self) -> Iterator[Family]:
+        family, sample_name = self._family()
         for read in self.sources:
             for values, value in read():
                 labels = dict(zip(self.label_names, values, strict=True))
                 family.samples.append(Sample(sample_name, labels, float(value), None, None))
         yield family
+
+
+class SeriesGroup:
+    """The rows of several scraped families computed together, once per scrape: `read` returns every
+    family's rows by name, and `family(name)` is the source to give that family."""
+
+    def __init__(self, registry: Registry, read: Callable[[], Mapping[str, Rows]]) -> None:
+        self._registry = registry
+        self._read = read
+        self._generation = -1
+        self._rows: Mapping[str, Rows] = {}
+
+    def family(self, name: str) -> Callable[[], Rows]:
+        def rows() -> Rows:
+            if self._generation != self._registry.generation:
+                self._rows = self._read()
+                self._generation = self._registry.generation
+            return self._rows.get(name, ())
+
+        return rows
 
 
 M = TypeVar("M", Counter, Gauge, Histogram, Scraped)
@@ -153,6 +177,7 @@ class Registry:
     def __init__(self, *, process_metrics: bool = False) -> None:
         """`process_metrics`: also the process, platform and GC collectors (the process-wide registry)."""
         self.collectors = CollectorRegistry(auto_describe=True)
+        self.generation = 0  # scrapes so far (a SeriesGroup computes its rows once per scrape)
         self._metrics: dict[str, Counter | Gauge | Histogram | Scraped] = {}
         if process_metrics:
             ProcessCollector(registry=self.collectors)
@@ -181,11 +206,22 @@ class Registry:
             raise ValueError(f"metric {name} is already defined with other buckets")
         return metric
 
-    def scraped(self, name: str, help: str, labels: Sequence[str] = (), kind: str = "gauge") -> Scraped:
-        """A family read at scrape time; give it its sources with `.source(read)`."""
+    def scraped(
+        self,
+        name: str,
+        help: str,
+        labels: Sequence[str] = (),
+        kind: str = "gauge",
+        *,
+        group: SeriesGroup | None = None,
+    ) -> Scraped:
+        """A family read at scrape time; its rows come from `group`, or from sources given later with
+        `.source(read)`."""
         metric = self._define(name, Scraped, labels, lambda: Scraped(name, help, labels, kind))
         if metric.kind != kind:
             raise ValueError(f"metric {name} is already defined as a scraped {metric.kind}")
+        if group is not None:
+            metric.source(group.family(name))
         return metric
 
     def _define(self, name: str, kind: type[M], labels: Sequence[str], make: Callable[[], Any]) -> M:
@@ -210,9 +246,13 @@ class Registry:
     def get(self, name: str) -> Counter | Gauge | Histogram | Scraped:
         return self._metrics[name]
 
-    def render(self) -> str:
+    def scrape(self) -> bytes:
         """The whole registry in the Prometheus text format."""
-        return generate_latest(self.collectors).decode()
+        self.generation += 1
+        return generate_latest(self.collectors)
+
+    def render(self) -> str:
+        return self.scrape().decode()
 
 
 def _label_names(metric: Counter | Gauge | Histogram | Scraped) -> tuple[str, ...]:
@@ -281,7 +321,7 @@ class MetricsServer:
         if method not in ("GET", "HEAD"):
             return HTTPStatus.METHOD_NOT_ALLOWED, "text/plain", b"only GET and HEAD\n"
         if path == "/metrics":
-            return HTTPStatus.OK, CONTENT_TYPE, generate_latest(self.registry.collectors)
+            return HTTPStatus.OK, CONTENT_TYPE, self.registry.scrape()
         if path == "/healthz":
             try:
                 report = dict(self.health())

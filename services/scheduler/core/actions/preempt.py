@@ -121,6 +121,7 @@ class PreemptAction(Action):
         and the pipelined preemptor are on `stmt`."""
         if not self._may_preempt(ssn, preemptor) or ssn.pre_predicate_fn(preemptor):
             return False
+        ssn.timer.stats.preemption_attempts += 1  # Volcano's total_preemption_attempts
         nodes = eviction_candidates(ssn, preemptor)
         if not len(nodes):
             return False
