@@ -89,8 +89,9 @@ def _job_figures(ssn: Session) -> dict[str, JobFigures]:
 
 
 def _queue_figures(ssn: Session) -> dict[str, QueueUpdate]:
-    """Deserved and share come from the fairness plugin when one is configured (proportion or capacity);
-    allocated is always the sum of the queue's allocated tasks."""
+    """Deserved and share come from the fairness plugin when one is configured (proportion or capacity),
+    and so does allocated (with hierarchy, a parent's holds its descendants'); without one, allocated is
+    the sum of the queue's allocated tasks."""
     figures: dict[str, QueueUpdate] = {}
     for plugin in ssn.plugin_instances():
         report = getattr(plugin, "queue_figures", None)
@@ -105,7 +106,7 @@ def _queue_figures(ssn: Session) -> dict[str, QueueUpdate]:
     for name, queue in ssn.queues.items():
         known = figures.get(name)
         out[name] = QueueUpdate(
-            allocated=allocated.get(name, {}),
+            allocated=known.allocated if known else allocated.get(name, {}),
             deserved=known.deserved if known else {},
             share=known.share if known else 0.0,
             request=known.request if known else {},
