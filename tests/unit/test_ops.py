@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "ops"
 PROMETHEUS = OPS / "prometheus" / "prometheus.yml"
 ALERTS = OPS / "prometheus" / "alerts.yml"
+RULES = OPS / "prometheus" / "rules-seed.yml"  # recording rules: seed 000's live figures
 DASHBOARD = OPS / "grafana" / "lahar-overview.json"
 RUNBOOKS = OPS / "runbooks"
 COMPOSE = ROOT / "deploy" / "compose" / "docker-compose.yaml"
@@ -133,11 +134,30 @@ def exported_labels(series: str) -> frozenset[str] | None:
     """The labels a query may select on for the series name, or None when nothing exports it."""
     if series in SYNTHETIC:
         return SYNTHETIC[series]
+    if series in recorded():
+        return recorded()[series]
+    return _code_labels(series)
+
+
+def _code_labels(series: str) -> frozenset[str] | None:
     for family in registered():
         labels = family.exposed(series)
         if labels is not None:
             return labels | TARGET_LABELS
     return None
+
+
+@cache
+def recorded() -> dict[str, frozenset[str]]:
+    """The series the recording rules make, each with the labels its inputs have (a lenient superset:
+    an aggregation keeps fewer), in file order so that a rule may use an earlier one."""
+    found: dict[str, frozenset[str]] = {}
+    for rule in recording_rules():
+        labels: frozenset[str] = frozenset()
+        for name, _ in parse_query(rule["expr"]).selectors:
+            labels |= found.get(name) or _code_labels(name) or frozenset()
+        found[rule["record"]] = labels
+    return found
 
 
 # --- what ops/ queries ---------------------------------------------------------------------------------
@@ -185,6 +205,10 @@ def alert_rules() -> list[dict]:
     return [rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
 
 
+def recording_rules() -> list[dict]:
+    return [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
+
+
 def dashboard() -> dict:
     return json.loads(DASHBOARD.read_text())
 
@@ -205,7 +229,11 @@ def dashboard_queries() -> list[tuple[str, str]]:
     return queries
 
 
-ALL_QUERIES = [(f"alert {r['alert']}", r["expr"]) for r in alert_rules()] + dashboard_queries()
+ALL_QUERIES = (
+    [(f"alert {r['alert']}", r["expr"]) for r in alert_rules()]
+    + [(f"recording rule {r['record']}", r["expr"]) for r in recording_rules()]
+    + dashboard_queries()
+)
 
 
 def query_problems(expr: str) -> list[str]:
@@ -232,10 +260,10 @@ def local_variant() -> str:
 
 
 def test_the_files_parse() -> None:
-    for path in (PROMETHEUS, ALERTS):
+    for path in (PROMETHEUS, ALERTS, RULES):
         assert isinstance(yaml.safe_load(path.read_text()), dict), path
     local = yaml.safe_load(local_variant())
-    assert local["scrape_configs"] and local["rule_files"] == ["alerts.yml"]
+    assert local["scrape_configs"] and local["rule_files"] == ["alerts.yml", "rules-seed.yml"]
     assert dashboard()["panels"]
     assert alert_rules()
 
@@ -306,7 +334,7 @@ def test_every_alert_has_a_severity_and_a_summary() -> None:
 
 def test_prometheus_scrapes_every_lahar_service_of_the_compose_topology() -> None:
     config = yaml.safe_load(PROMETHEUS.read_text())
-    assert [ALERTS.parent / f for f in config["rule_files"]] == [ALERTS]
+    assert [ALERTS.parent / f for f in config["rule_files"]] == [ALERTS, RULES]
     targets = set()
     for job in config["scrape_configs"]:
         for static in job.get("static_configs", []):
@@ -347,11 +375,13 @@ def test_promtool_accepts_the_config_and_the_rules(tmp_path: Path) -> None:
         pytest.skip("promtool (Prometheus) is not installed")
     (tmp_path / "prometheus.yml").write_text(local_variant())
     shutil.copy(ALERTS, tmp_path / "alerts.yml")
+    shutil.copy(RULES, tmp_path / "rules-seed.yml")
     (tmp_path / "lahar-targets.json").write_text("[]")
     for args in (
         ["check", "config", str(PROMETHEUS)],
         ["check", "config", str(tmp_path / "prometheus.yml")],
         ["check", "rules", str(ALERTS)],
+        ["check", "rules", str(RULES)],
     ):
         result = subprocess.run([promtool, *args], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stdout + result.stderr
