@@ -62,7 +62,7 @@ spec: {parent: root, weight: 1, deserved: {cpu: "8"}}
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
 metadata: {name: dev}
-spec: {parent: eng, weight: 1, reclaimable: true, deserved: {cpu: "4"}}
+spec: {parent: eng, weight: 1, reclaimable: true, deserved: {cpu: "4"}, capability: {cpu: "8"}}
 ---
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
@@ -260,7 +260,7 @@ GAUGES_AND_COUNTERS = {
     },
     **{
         f"volcano_queue_{figure}_{unit}": {"queue_name"}
-        for figure in ("allocated", "request", "deserved", "real_capacity", "inqueue")
+        for figure in ("allocated", "request", "deserved", "capacity", "real_capacity", "inqueue")
         for unit in ("milli_cpu", "memory_bytes")
     },
     "volcano_queue_share": {"queue_name"},
