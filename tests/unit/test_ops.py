@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.ops_allowlist import NOT_YET_EXPORTED
+from support.prometheus_server import configured_rule_files
+from support.promql import parse_query
 
 from services.admission.service import AdmissionMetrics
 from services.binder.metrics import BinderMetrics
@@ -132,10 +135,13 @@ def registered() -> tuple[Family, ...]:
 
 def exported_labels(series: str) -> frozenset[str] | None:
     """The labels a query may select on for the series name, or None when nothing exports it."""
+    return recorded().get(series) or scraped_labels(series)
+
+
+def scraped_labels(series: str) -> frozenset[str] | None:
+    """The labels of a series a scrape brings (the services' own and the target's), None if none does."""
     if series in SYNTHETIC:
         return SYNTHETIC[series]
-    if series in recorded():
-        return recorded()[series]
     return _code_labels(series)
 
 
@@ -149,58 +155,28 @@ def _code_labels(series: str) -> frozenset[str] | None:
 
 @cache
 def recorded() -> dict[str, frozenset[str]]:
-    """The series the recording rules make, each with the labels its inputs have (a lenient superset:
-    an aggregation keeps fewer), in file order so that a rule may use an earlier one."""
+    return recorded_in(tuple(configured_rule_files()))
+
+
+def recorded_in(paths: tuple[Path, ...]) -> dict[str, frozenset[str]]:
+    """The series the recording rules in these files make, with the labels they keep: the grouping of an
+    aggregating expression (by its own scan, so approximate for `without`), else its selectors' labels;
+    plus the rule's own labels."""
     found: dict[str, frozenset[str]] = {}
-    for rule in recording_rules():
-        labels: frozenset[str] = frozenset()
-        for name, _ in parse_query(rule["expr"]).selectors:
-            labels |= found.get(name) or _code_labels(name) or frozenset()
-        found[rule["record"]] = labels
+    for path in paths:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                if "record" not in rule:
+                    continue
+                query = parse_query(rule["expr"])
+                kept = query.grouping or frozenset().union(
+                    *(found.get(s.name) or scraped_labels(s.name) or frozenset() for s in query.selectors)
+                )
+                found[rule["record"]] = kept | frozenset(rule.get("labels", {}))
     return found
 
 
 # --- what ops/ queries ---------------------------------------------------------------------------------
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
-_GRAFANA_VARIABLE = re.compile(r"\$\{?\w+\}?")
-_RANGE = re.compile(r"\[[^\]]*\]")
-_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)")
-_SELECTOR = re.compile(r"(?<![\w.:])([a-zA-Z_:][\w:]*)?\s*(\{[^}]*\})?")
-_MATCHER_LABEL = re.compile(r"([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)")
-_KEYWORDS = frozenset(
-    ("and", "or", "unless", "offset", "bool", "by", "without", "on", "ignoring", "group_left", "group_right")
-)
-
-
-@dataclass(frozen=True)
-class Query:
-    selectors: tuple[tuple[str, frozenset[str]], ...]  # metric name, labels its matchers use
-    grouping: frozenset[str]  # labels named in by/without/on/ignoring/group_* clauses
-
-
-def parse_query(expr: str) -> Query:
-    """The metric selectors of a PromQL expression (Grafana variables allowed), by a small scanner:
-    strings, ranges and grouping clauses are cut out, then a name not followed by `(` is a metric."""
-    text = _STRING.sub('""', expr)
-    text = _GRAFANA_VARIABLE.sub("1", text)
-    text = _RANGE.sub(" ", text)
-    grouping = frozenset(
-        label for clause in _GROUPING.findall(text) for label in re.findall(r"[a-zA-Z_]\w*", clause)
-    )
-    text = _GROUPING.sub(" ", text)
-    selectors = []
-    for match in _SELECTOR.finditer(text):
-        name, block = match.group(1), match.group(2)
-        if not name and not block:
-            continue
-        if not name:
-            raise AssertionError(f"a selector without a metric name in {expr!r}")
-        if name in _KEYWORDS or (not block and text[match.end() :].lstrip().startswith("(")):
-            continue
-        selectors.append((name, frozenset(_MATCHER_LABEL.findall(block or ""))))
-    return Query(tuple(selectors), grouping)
-
-
 def alert_rules() -> list[dict]:
     return [rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
 
@@ -240,7 +216,11 @@ def query_problems(expr: str) -> list[str]:
     query = parse_query(expr)
     assert query.selectors, f"no metric in {expr!r}"
     problems, available = [], set(TARGET_LABELS)
-    for name, matched in query.selectors:
+    awaited = [s.name for s in query.selectors if s.name in NOT_YET_EXPORTED]
+    for selector in query.selectors:
+        name, matched = selector.name, selector.labels
+        if name in awaited:
+            continue
         labels = exported_labels(name)
         if labels is None:
             problems.append(f"{name} is not exported by any service")
@@ -248,7 +228,8 @@ def query_problems(expr: str) -> list[str]:
         available |= labels
         if matched - labels:
             problems.append(f"{name} has no label(s) {sorted(matched - labels)}")
-    if not problems and query.grouping - available:
+    # an awaited series' labels are not known yet: the grouping is checked once it is exported
+    if not problems and not awaited and query.grouping - available:
         problems.append(f"grouping by label(s) no selected metric has: {sorted(query.grouping - available)}")
     return problems
 
@@ -298,18 +279,64 @@ def test_the_scan_finds_what_the_metric_classes_register() -> None:
     assert exported_labels("lahar_no_such_series") is None
 
 
+def test_recorded_series_are_read_from_the_rule_files(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text(
+        yaml.safe_dump(
+            {
+                "groups": [
+                    {
+                        "name": "g",
+                        "rules": [
+                            {
+                                "record": "a:by_queue",
+                                "expr": "sum by (queue_name) (volcano_queue_pod_group_pending_count)",
+                            },
+                            {
+                                "record": "a:rate",
+                                "expr": "rate(volcano_schedule_attempts_total[1m])",
+                                "labels": {"k": "v"},
+                            },
+                            {"alert": "NotARecord", "expr": "up == 0"},
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    assert recorded_in((rules,)) == {
+        "a:by_queue": {"queue_name"},
+        "a:rate": {"result", "k"} | TARGET_LABELS,
+    }
+
+
 def test_the_query_scanner() -> None:
     query = parse_query(
         'histogram_quantile(0.99, sum by (instance, le) (rate(a_bucket{x="y}", z=~"$q"}[$__rate_interval])))'
         ' / on (job) group_left b offset 5m > 1e3 and c unless d{e!="f"} offset $__range'
     )
-    assert query.selectors == (("a_bucket", {"x", "z"}), ("b", set()), ("c", set()), ("d", {"e"}))
+    assert [(s.name, s.labels) for s in query.selectors] == [
+        ("a_bucket", {"x", "z"}),
+        ("b", set()),
+        ("c", set()),
+        ("d", {"e"}),
+    ]
+    assert [s.text for s in query.selectors] == ['a_bucket{x="y}", z=~"$q"}', "b", "c", 'd{e!="f"}']
+    ranged = parse_query("sum(rate(x_total[5m])) / y {a='b'}")
+    assert [s.text for s in ranged.selectors] == ["x_total", "y {a='b'}"]
     assert query.grouping == {"instance", "le", "job"}
 
 
 @pytest.mark.parametrize(("where", "expr"), ALL_QUERIES, ids=[w for w, _ in ALL_QUERIES])
 def test_every_queried_metric_is_exported(where: str, expr: str) -> None:
     assert query_problems(expr) == [], f"{where}: {expr}"
+
+
+def test_the_awaited_series_are_not_exported_yet() -> None:
+    exported = sorted(name for name in NOT_YET_EXPORTED if exported_labels(name) is not None)
+    assert not exported, (
+        f"exported now: remove them from NOT_YET_EXPORTED (tests/support/ops_allowlist.py): {exported}"
+    )
 
 
 def test_every_alert_has_its_own_runbook() -> None:

@@ -4,7 +4,6 @@ current span, and W3C trace context carried by envelopes."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import io
 import json
 import logging
@@ -300,21 +299,6 @@ def test_missing_or_invalid_context_starts_a_new_trace() -> None:
         with tracer.start_as_current_span("root", context=extract_context(carrier)) as span:
             assert span.parent is None
     assert not trace.get_current_span().get_span_context().is_valid
-
-
-def test_otlp_export_needs_the_exporter_package(log_stream: io.StringIO) -> None:
-    try:
-        importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
-        pytest.skip("the OTLP exporter is installed here")
-    except ImportError:
-        pass
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
-    provider = setup_tracing("x", set_global=False, env=env)
-    assert provider.resource.attributes["service.name"] == "x"
-    (line,) = lines(log_stream)
-    assert "no OTLP exporter is installed" in line["event"]
-    setup_tracing("x", set_global=False, env={})
-    assert len(lines(log_stream)) == 1  # no endpoint: nothing to say
 
 
 def test_without_an_exporter_spans_are_not_recorded_but_trace_ids_flow() -> None:
