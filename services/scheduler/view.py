@@ -55,6 +55,7 @@ _POD = "pod"
 _GROUP = "podgroup"
 # what a plan does to a pod
 _BIND, _EVICT, _NOMINATE = "bind", "evict", "nominate"
+WATCHED, BOUND = "Watched", "Bound"  # Volcano's names of the task scheduling stages
 
 
 class SchedulerView:
@@ -72,9 +73,11 @@ class SchedulerView:
         "nodes",
         "priority_classes",
         "queues",
+        "seen",
         "seq",
         "shown",
         "time",
+        "watching",
     )
 
     def __init__(self) -> None:
@@ -100,18 +103,24 @@ class SchedulerView:
         # (CAPACITY events, counted)
         self.new_work: set[str] = set()
         self.capacity = 0
+        # While `watching` (live events, not replay): pods created and bound, as (stage, PodGroup key,
+        # pod creation time), for the replica to time them (Volcano's task scheduling latency).
+        self.watching = False
+        self.seen: list[tuple[str, str, float]] = []
 
     # --- reading -------------------------------------------------------------------------------------
+    def all_queues(self) -> tuple[Queue, ...]:
+        """Every queue, and `default` even before anyone applied it (as in Volcano)."""
+        queues = self._cached("queues", self.queues)
+        return queues if DEFAULT_QUEUE in self.queues else (_DEFAULT_QUEUE, *queues)
+
     def snapshot(self, seq: int | None = None) -> ClusterSnapshot:
         """The session input at `seq` (default: the last applied event's)."""
-        queues = self._cached("queues", self.queues)
-        if DEFAULT_QUEUE not in self.queues:
-            queues = (_DEFAULT_QUEUE, *queues)
         return ClusterSnapshot(
             nodes=self._cached("nodes", self.nodes),
             pods=self.shown.live_pods(),
             podgroups=self.shown.live_podgroups(),
-            queues=queues,
+            queues=self.all_queues(),
             priority_classes=self._cached("priority_classes", self.priority_classes),
             hypernodes=self._cached("hypernodes", self.hypernodes),
             sequence=self.seq if seq is None else seq,
@@ -175,6 +184,17 @@ class SchedulerView:
                 pod = self.logged_pods.get(event_key(event))
                 if pod is not None:
                     self.new_work.add(podgroup_key(pod))
+                    if self.watching:
+                        self.seen.append((WATCHED, podgroup_key(pod), pod.meta.creation_timestamp))
+            elif event.type == "PodBound" and self.watching:
+                pod = self.logged_pods.get(event_key(event))
+                if pod is not None:
+                    self.seen.append((BOUND, podgroup_key(pod), pod.meta.creation_timestamp))
+
+    def take_seen(self) -> list[tuple[str, str, float]]:
+        """The pods created and bound since the last call (see `seen`)."""
+        seen, self.seen = self.seen, []
+        return seen
 
     def set_object(self, kind: str, objects: dict[str, Any], key: str, obj: Any | None) -> None:
         _put(objects, key, obj)

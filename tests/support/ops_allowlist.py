@@ -10,30 +10,4 @@ here is exported (or returns data), so this list only shrinks: delete each entry
 
 from __future__ import annotations
 
-NOT_YET_EXPORTED: frozenset[str] = frozenset(
-    {
-        # the scheduler: per-job scheduling latency (Volcano's names, labels and buckets)
-        "volcano_e2e_job_scheduling_latency_milliseconds_bucket",
-        "volcano_e2e_job_scheduling_duration",
-        # the scheduler: per-queue resources (Volcano's queue_* series)
-        "volcano_queue_allocated_milli_cpu",
-        "volcano_queue_allocated_memory_bytes",
-        "volcano_queue_deserved_milli_cpu",
-        "volcano_queue_deserved_memory_bytes",
-        "volcano_queue_capacity_milli_cpu",
-        "volcano_queue_capacity_memory_bytes",
-        "volcano_queue_request_milli_cpu",
-        "volcano_queue_inqueue_milli_cpu",
-        "volcano_queue_real_capacity_milli_cpu",
-        "volcano_queue_share",
-        "volcano_queue_overused",
-        # the binder: what each node holds and offers
-        "lahar_node_allocated",
-        "lahar_node_allocatable",
-        # the recording rules of rules-seed.yml
-        "lahar:job_scheduling_latency_cv",
-        "lahar:queue_job_scheduling_latency_cv",
-        "lahar:node_allocation_cv",
-        "lahar:tenant_allocated",
-    }
-)
+NOT_YET_EXPORTED: frozenset[str] = frozenset()  # every series ops/ queries is exported now

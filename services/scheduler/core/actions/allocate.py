@@ -28,6 +28,7 @@ from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.framework.statement import Op, Statement
+from services.scheduler.core.framework.stats import PREDICATE, SCORING
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskInfo
@@ -142,7 +143,9 @@ class AllocateAction(Action):
             if reason:
                 reasons = {reason: 0}
             else:
+                started = ssn.timer.tick()
                 fit = feasible_nodes(ssn, task, allowed=allowed)
+                ssn.timer.stage(PREDICATE, started)
                 reasons = fit.reasons
             if reason or not len(fit.candidates):
                 job.record_fit_errors(task, reasons)
@@ -150,7 +153,9 @@ class AllocateAction(Action):
                 if not need_continue_allocating(job, failed_roles):
                     break
                 continue
+            started = ssn.timer.tick()
             node = select_best_node(ssn, task, fit.candidates)
+            ssn.timer.stage(SCORING, started)
             if fits_idle(ssn, task, node):
                 stmt.allocate(task, node)
             else:

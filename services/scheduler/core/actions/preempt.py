@@ -151,6 +151,7 @@ class PreemptAction(Action):
         if reason:
             attempts.no_room(preemptor, reason)
             return False
+        ssn.timer.stats.preemption_attempts += 1  # Volcano's total_preemption_attempts
         fit = eviction_candidates(ssn, preemptor)
         nodes = fit.candidates
         if not len(nodes):

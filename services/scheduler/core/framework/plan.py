@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from contracts.objects import PodGroupCondition
+from services.scheduler.core.framework.stats import SessionStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +62,27 @@ class PodGroupUpdate:
 
 @dataclass(frozen=True, slots=True)
 class QueueUpdate:
+    """A queue's figures at session close (Volcano's queueAttr), pods left out. Only a fairness plugin
+    (proportion, capacity) knows deserved, request, inqueue and real capability; without one they are
+    empty (real_capability None: unknown) and overused is None."""
+
     allocated: dict[str, int]
     deserved: dict[str, int]
     share: float
+    request: dict[str, int] = field(default_factory=dict)  # allocated and pending tasks' requests
+    inqueue: dict[str, int] = field(default_factory=dict)  # minResources admitted, not yet allocated
+    real_capability: dict[str, int] | None = None  # what the queue may hold at most
+    overused: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobFigures:
+    """What the session found about one job it owns, for Volcano's per-job series."""
+
+    unready_tasks: int  # minAvailable minus its schedulable tasks while the gang is unschedulable; else 0
+    unschedulable: bool  # the gang was left unschedulable this session (a scheduling retry, for Volcano)
+    newly_scheduled: bool  # this session made the gang Scheduled (it was not before)
+    share: float | None = None  # its DRF dominant share (with the drf plugin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +95,8 @@ class SessionResult:
     pipelined: dict[str, str] = field(default_factory=dict)  # pod key -> node
     podgroups: dict[str, PodGroupUpdate] = field(default_factory=dict)
     queues: dict[str, QueueUpdate] = field(default_factory=dict)
+    jobs: dict[str, JobFigures] = field(default_factory=dict)  # per owned job
+    stats: SessionStats = field(default_factory=SessionStats)
 
     @property
     def binds(self) -> dict[str, str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from contracts.resources import CPU, EMPTY, MEMORY, MILLI, PODS, Missing, Resources
+from services.scheduler.core.framework.plan import QueueUpdate
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
@@ -240,5 +241,20 @@ class QueueLedger:
 
     def figures(self) -> tuple[dict[str, int], dict[str, int]]:
         """Allocated and deserved as reported in the Queue status (without the pod count)."""
-        allocated = {d: v for d, v in self.allocated.items() if d != PODS}
-        return allocated, {d: v for d, v in self.deserved.items() if d != PODS}
+        return _without_pods(self.allocated), _without_pods(self.deserved)
+
+    def update(self) -> QueueUpdate:
+        """Every figure of the queue at session close (its status and Volcano's queue_* series)."""
+        allocated, deserved = self.figures()
+        return QueueUpdate(
+            allocated=allocated,
+            deserved=deserved,
+            share=self.share,
+            request=_without_pods(self.request),
+            inqueue=_without_pods(self.inqueue),
+            real_capability=_without_pods(self.real_capability),
+        )
+
+
+def _without_pods(resources: Mapping[str, int]) -> dict[str, int]:
+    return {d: v for d, v in resources.items() if d != PODS}

@@ -170,13 +170,18 @@ class GangPlugin(Plugin):
                 # the phase logic (Unknown for a running gang that is short) follows gang's verdict
                 job.unschedulable_this_session = True
 
-    def _message(self, ssn: Session, job: JobInfo) -> str:
+    def unready_tasks(self, job: JobInfo) -> int:
+        """How many tasks the gang lacks: minAvailable minus its ready tasks and the pending ones this
+        session could allocate (in a statement then discarded). Also Volcano's unschedule_task_count."""
         schedulable = job.ready_task_num() + sum(
             1
             for task in job.tasks_by_status[TaskStatus.PENDING].values()
             if self._last_placement.get(task.uid) == TaskStatus.ALLOCATED
         )
-        unready = job.min_available - schedulable
+        return job.min_available - schedulable
+
+    def _message(self, ssn: Session, job: JobInfo) -> str:
+        unready = self.unready_tasks(job)
         return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {_reasons(ssn, job)}"
 
 
