@@ -114,7 +114,8 @@ def _channels() -> dict[str, Any]:
             "description": (
                 "JetStream stream LAHAR_PLANS (work queue): scheduler replicas and the descheduler send "
                 "what they decided; the binder checks each plan against its ledger and commits it as "
-                "events (PodBound, PodEvicting, PodGroupStatusChanged) or rejects it (PlanRejected)."
+                "events (PodBound, PodEvicting, PodNominated, PodGroupStatusChanged) or rejects it "
+                "(PlanRejected)."
             ),
             "parameters": {"producer": {"description": f"the replica that sent the plan; {_TOKEN}"}},
             "messages": {

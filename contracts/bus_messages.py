@@ -121,7 +121,16 @@ class PlanEviction(Message, frozen=True, kw_only=True):
     pod: NonEmpty
     job: NonEmpty
     node: NonEmpty
-    reason: Annotated[NonEmpty, msgspec.Meta(description="the action that decided it: preempt, reclaim, ...")]
+    reason: Annotated[
+        NonEmpty, msgspec.Meta(description="the action that decided it (preempt, reclaim, ...), then why")
+    ]
+
+
+class PlanReservation(Message, frozen=True, kw_only=True):
+    pod: Annotated[NonEmpty, msgspec.Meta(description="the pending pod's namespace/name")]
+    job: NonEmpty
+    node: Annotated[NonEmpty, msgspec.Meta(description="the node whose room is held for it")]
+    reason: Annotated[str, msgspec.Meta(description="the decision and its victims, for the log")] = ""
 
 
 class PlanPodGroupStatus(Message, frozen=True, kw_only=True):
@@ -135,7 +144,9 @@ class PlanPodGroupStatus(Message, frozen=True, kw_only=True):
 
 class Plan(Message, frozen=True, kw_only=True):
     """What a scheduler replica (or the descheduler) asks the binder to commit, as MessagePack: a gang's
-    binds land together or not at all. A plan holds at least one bind, eviction or PodGroup status."""
+    binds land together or not at all, and so do a preemption's evictions and the reservations (room held
+    for pending pods on the nodes the evictions free). A plan holds at least one bind, eviction,
+    reservation or PodGroup status."""
 
     plan_id: NonEmpty
     replica: Annotated[NonEmpty, msgspec.Meta(description="the replica that sent it")]
@@ -143,6 +154,7 @@ class Plan(Message, frozen=True, kw_only=True):
     binds: tuple[PlanBind, ...] = ()
     evictions: tuple[PlanEviction, ...] = ()
     podgroups: dict[NonEmpty, PlanPodGroupStatus] = {}
+    reservations: tuple[PlanReservation, ...] = ()
 
 
 class PlanHeaders(Message, frozen=True, kw_only=True):

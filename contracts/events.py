@@ -213,6 +213,13 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
     EventType("PodBound", "pod", BINDER, payloads.PodBound, "a pod was placed on a node"),
     EventType("PodEvicting", "pod", BINDER, payloads.PodEvicting, "a pod is to be evicted from its node"),
     EventType(
+        "PodNominated",
+        "pod",
+        BINDER,
+        payloads.PodNominated,
+        "room on a node is reserved for a pending pod, in the plan whose evictions free it",
+    ),
+    EventType(
         "PodGroupStatusChanged",
         "podgroup",
         BINDER,

@@ -273,7 +273,20 @@ class PodBound(Payload, frozen=True, kw_only=True):
 
 class PodEvicting(Payload, frozen=True, kw_only=True):
     node: NodeName
-    reason: str
+    reason: Annotated[
+        str, _about("the decision, then what it says: `preempt: for default/high-0 (priority 100 > 10)`")
+    ]
+    plan: PlanId
+
+
+class PodNominated(Payload, frozen=True, kw_only=True):
+    """Room on a node is reserved for a pending pod (Kubernetes' nominatedNodeName): committed in the same
+    plan as the evictions that free it, held against every other pod until the pod is bound."""
+
+    node: NodeName
+    reason: Annotated[
+        str, _about("the decision, then what it says: `preempt: evicting default/low-0 on node-1`")
+    ]
     plan: PlanId
 
 

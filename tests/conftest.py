@@ -2,8 +2,9 @@
 
 - The marker of its kind, from its directory (unit, scenario, integration, e2e), so a new test cannot lack
   one and `-m "unit or scenario"` selects exactly the tests that start no server.
-- An environment of its own: no LAHAR_* variable of the developer's shell reaches a test or a process it
-  starts, and LAHAR_HOME is this worker's own directory, so a command that names no stack finds none
+- An environment of its own: no LAHAR_* or OTEL_* variable of the developer's shell reaches a test or a
+  process it starts (a shell that exports traces somewhere would have every test's services export
+  too), and LAHAR_HOME is this worker's own directory, so a command that names no stack finds none
   (never the developer's ~/.lahar, never a stack another xdist worker started).
 - Processes it starts that SIGINT interrupts, however the suite itself was started.
 
@@ -58,7 +59,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def own_lahar_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
-        for name in [name for name in os.environ if name.startswith("LAHAR_")]:
+        for name in [name for name in os.environ if name.startswith(("LAHAR_", "OTEL_"))]:
             patch.delenv(name)
         patch.setenv("LAHAR_HOME", str(tmp_path_factory.mktemp("lahar-home")))
         yield

@@ -1,9 +1,18 @@
 """The binder's metrics, and the few reasons a plan's rejection is counted under (pure: the verdict's
-text names pods and nodes, too many values for a label)."""
+text names pods and nodes, too many values for a label). The binder's leader sees every plan and holds
+the ledger, so the cluster-wide series it exports are exported once (docs/metrics.md)."""
 
 from __future__ import annotations
 
-from shared.telemetry.metrics import Registry, exponential_buckets
+from collections.abc import Callable, Mapping
+
+from contracts.evictions import PREEMPT, RECLAIM, eviction_cause
+from services.scheduler.metrics import STAGE_BUCKETS
+from shared.telemetry.metrics import Registry, Rows, SeriesGroup, exponential_buckets
+
+# Volcano's eviction transaction actions (lahar has no gang-level preempt and reclaim actions)
+EVICTING_ACTIONS = frozenset({PREEMPT, RECLAIM, "gangpreempt", "gangreclaim"})
+PRE_BIND, BIND = "PreBind", "Bind"  # Volcano's per-task scheduling stages that are the binder's
 
 # Checked in order against the verdict's text (services/binder/core/verify.py, core.py): first match wins.
 _REASONS = (
@@ -32,6 +41,7 @@ def rejection_reason(verdict: str) -> str:
 
 class BinderMetrics:
     def __init__(self, registry: Registry) -> None:
+        self.registry = registry
         self.accepted = registry.counter("lahar_plans_accepted_total", "Plans committed to the log")
         self.rejected = registry.counter(
             "lahar_plans_rejected_total",
@@ -58,4 +68,51 @@ class BinderMetrics:
             "lahar_heartbeats_received_total",
             "Node heartbeats received, by result (ok, invalid)",
             ("result",),
+        )
+        self.eviction_transactions = registry.counter(
+            "volcano_eviction_transactions_total",
+            "Committed eviction plans (a statement's evictions, all or none), by the action deciding them",
+            ("action",),
+        )
+        self.stage_ms = registry.histogram(
+            "volcano_scheduling_stage_duration_milliseconds",
+            "Per-task scheduling stage durations in milliseconds (PreBind: checking the task's plan against "
+            "the ledger; Bind: committing its events)",
+            ("stage",),
+            buckets=STAGE_BUCKETS,
+        )
+
+    def committed(self, binds: int, evictions: list[str], check_ms: float, commit_ms: float) -> None:
+        """An accepted plan's events are in the log: `evictions` are their reasons."""
+        if evictions:
+            self.preemption_victims.set(len(evictions))
+            action = eviction_cause(evictions[0])
+            if action in EVICTING_ACTIONS:
+                self.eviction_transactions.labels(action).inc()
+        if binds:
+            pre_bind, bind = self.stage_ms.labels(PRE_BIND), self.stage_ms.labels(BIND)
+            for _ in range(binds):
+                pre_bind.observe(check_ms)
+                bind.observe(commit_ms)
+
+    def export(self, read: Callable[[], Mapping[str, Rows]]) -> None:
+        """The ledger's allocation series, read at scrape time (services/binder/exported.py)."""
+        group = SeriesGroup(self.registry, read)
+        self.registry.scraped(
+            "lahar_node_allocatable",
+            "What a node offers, by resource, in base units (cpu in cores, memory in bytes, pods)",
+            ("node", "resource"),
+            group=group,
+        )
+        self.registry.scraped(
+            "lahar_node_allocated",
+            "What the pods on a node request, by resource, in base units (terminating pods included)",
+            ("node", "resource"),
+            group=group,
+        )
+        self.registry.scraped(
+            "lahar_tenant_allocated",
+            "What a tenant (namespace, queue) holds on nodes, by resource, in base units",
+            ("namespace", "queue", "resource"),
+            group=group,
         )

@@ -35,6 +35,7 @@ from contracts.bus_messages import DeadLetterReason
 from services.binder.core.core import BinderCore, committed_together, plan_outputs, rejection
 from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
 from services.binder.core.verify import Verdict
+from services.binder.exported import ledger_series
 from services.binder.metrics import BinderMetrics, rejection_reason
 from services.binder.plan_sweep import abandoned_plans, plan_retry_delay, settle_abandoned
 from services.binder.read_model import NodeWriter
@@ -118,6 +119,8 @@ class BinderService(EventSourcedService[BinderShellState]):
         )
         self.config: BinderConfig = config
         self.binder_metrics = BinderMetrics(registry)
+        # the ledger's allocation series, from the leader only (a standby holds the same ledger)
+        self.binder_metrics.export(lambda: ledger_series(self.state.core.ledger) if self.leading else {})
         self.nodes = NodeWriter(etcd)
         self._nodes_changed = asyncio.Event()
         self._lead = asyncio.Event()
@@ -298,9 +301,12 @@ class BinderService(EventSourcedService[BinderShellState]):
             return
         await self._catch_up(max(plan.seq for _, plan in plans))
         decided: list[tuple[Delivery, PlanMessage, list[Output], bool]] = []
+        check_ms: dict[str, float] = {}  # per plan: how long checking it took (Volcano's PreBind stage)
         for delivery, plan in plans:
+            started = time.perf_counter()
             try:
                 decided.append((delivery, plan, *self._checked(delivery, plan)))
+                check_ms[plan.plan_id] = (time.perf_counter() - started) * 1000
             except Exception as exc:
                 # One plan the binder cannot handle (a bug its content reaches) must not stop the others,
                 # nor the binder at every redelivery: a few tries, then the dead letters.
@@ -308,6 +314,7 @@ class BinderService(EventSourcedService[BinderShellState]):
                 if answer is not None:
                     decided.append((delivery, plan, answer, True))
         outputs = committed_together([outputs for _, _, outputs, _ in decided], MAX_BATCH_MESSAGES)
+        started = time.perf_counter()
         if await self.publisher.publish(outputs, lambda: self.leading):
             # Accepted plans stay in flight in the ledger (reconcile sends their events again, and so
             # does their next delivery); rejections are decided again. Either way the plans come back.
@@ -318,10 +325,12 @@ class BinderService(EventSourcedService[BinderShellState]):
                     delay_s=plan_retry_delay(delivery.num_delivered, self.config.plan_retry_max_s)
                 )
             return
+        commit_ms = (time.perf_counter() - started) * 1000  # (Volcano's Bind stage, for each task)
         for delivery, plan, plan_outputs_, fresh in decided:
             await delivery.ack()
             if fresh:
-                self._count(plan, plan_outputs_, delivery.record.headers.get(PUBLISHED_AT_HEADER))
+                published_at = delivery.record.headers.get(PUBLISHED_AT_HEADER)
+                self._count(plan, plan_outputs_, published_at, check_ms.get(plan.plan_id, 0.0), commit_ms)
 
     async def _failed(self, delivery: Delivery, plan: PlanMessage, exc: Exception) -> list[Output] | None:
         """A plan whose handling raised: delivered again later, or after plan_attempts tries moved to the
@@ -440,7 +449,14 @@ class BinderService(EventSourcedService[BinderShellState]):
         self.state.core, outputs = self.binder.submit_plan(self.state.core, plan, self.clock())
         return outputs, True
 
-    def _count(self, plan: PlanMessage, outputs: list[Output], published_at: str | None) -> None:
+    def _count(
+        self,
+        plan: PlanMessage,
+        outputs: list[Output],
+        published_at: str | None,
+        check_ms: float,
+        commit_ms: float,
+    ) -> None:
         if outputs and outputs[0].type == "PlanRejected":
             rejected = outputs[0].payload
             assert isinstance(rejected, payloads.PlanRejected)
@@ -449,8 +465,9 @@ class BinderService(EventSourcedService[BinderShellState]):
             log.info("plan rejected", plan=plan.plan_id, replica=plan.replica, reason=reason)
             return
         self.binder_metrics.accepted.inc()
-        if plan.evictions:
-            self.binder_metrics.preemption_victims.set(len(plan.evictions))
+        self.binder_metrics.committed(
+            len(plan.binds), [e.reason for e in plan.evictions], check_ms=check_ms, commit_ms=commit_ms
+        )
         if published_at is not None:
             with contextlib.suppress(ValueError):
                 latency_ms = (self.clock() - float(published_at)) * 1000

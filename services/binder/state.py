@@ -30,6 +30,7 @@ ANSWERED_KEPT = 10_000
 _ANSWER_PAYLOADS = (
     payloads.PodBound,
     payloads.PodEvicting,
+    payloads.PodNominated,
     payloads.PodGroupStatusChanged,
     payloads.PlanRejected,
 )

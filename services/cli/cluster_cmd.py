@@ -28,6 +28,7 @@ from contracts.parse import duration_seconds
 from services.admission.validate_cmd import add_validate_flag
 from services.cli import output, selection
 from services.cli.apply_lists import unpack_lists
+from services.cli.cli_tracing import traced_command
 from services.cli.stack.layout import StackState, lahar_home, process_alive
 from shared.client import LaharClient, LaharError, Unreachable
 from shared.client_reads import NAMESPACED, UnknownKind, resolve_kind
@@ -139,7 +140,10 @@ def run(args: argparse.Namespace, body: Body) -> int:
             return await body(client)
 
     try:
-        return asyncio.run(main())
+        with traced_command(getattr(args, "command", None) or "command") as span:
+            code = asyncio.run(main())
+            span.set_attribute("lahar.exit_code", code)
+            return code
     except Unreachable as exc:
         print(f"lahar: {exc}", file=sys.stderr)
         return output.EXIT_UNREACHABLE

@@ -31,6 +31,7 @@ KUBERNETES_REASONS: Mapping[str, str] = {
     "PodFailed": "Failed",
     "PodLost": "NodeLost",
     "PodEvicting": "Evicting",
+    "PodNominated": "Nominated",
     "PodTerminated": "Killing",
     "PodDeletionRequested": "Killing",
 }
@@ -108,6 +109,7 @@ _MESSAGES: Mapping[str, Callable[[Mapping[str, Any]], str]] = {
     "JobCleanedUp": lambda p: "the finished job's TTL ran out; deleted",
     "QueueStateChanged": lambda p: f"queue {p.get('state', '?')}",
     "PodEvicting": lambda p: f"evicting from {p.get('node', '?')}: {p.get('reason', '')}",
+    "PodNominated": lambda p: f"room reserved on {p.get('node', '?')}: {p.get('reason', '')}",
     "PlanRejected": lambda p: f"a placement was refused: {p.get('reason', '')}",
     "NodeNotReady": lambda p: (
         f"heartbeats stopped (last {output.utc(float(p.get('last_heartbeat') or 0))} UTC)"
@@ -120,6 +122,30 @@ _MESSAGES: Mapping[str, Callable[[Mapping[str, Any]], str]] = {
     "PodFailed": _failed,
     "PodTerminated": lambda p: f"stopped{_on(p)}: {p.get('reason', 'Terminated')}",
 }
+
+
+# the conditions preempt and reclaim write (services/scheduler/core/actions/explain.py); a False one that
+# says nothing was evicted is a warning
+EVICTION_CONDITIONS = frozenset({"Preempting", "Reclaiming"})
+NOTHING_EVICTED = frozenset({"WouldNotMakeRoom", "ReservationReleased"})
+
+
+def eviction_condition(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Preempting or Reclaiming condition of a PodGroupStatusChanged, if it is the news: no other
+    condition changed later (the gang plugin restamps Scheduled or Unschedulable every session, so an
+    older decision is not repeated by later changes)."""
+    conditions = [c for c in payload.get("conditions") or () if isinstance(c, Mapping)]
+    if not conditions:
+        return None
+    latest = max(float(c.get("last_transition_time") or 0) for c in conditions)
+    return next(
+        (
+            c
+            for c in conditions
+            if c.get("type") in EVICTION_CONDITIONS and float(c.get("last_transition_time") or 0) == latest
+        ),
+        None,
+    )
 
 
 def unschedulable(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -144,7 +170,12 @@ def event_row(entry: HistoryEntry, now: float, *, about: str = "") -> EventRow:
     )
     if entry.type == "PodGroupStatusChanged":
         condition = unschedulable(payload)
-        if condition is not None:
+        evicting = eviction_condition(payload)
+        if evicting is not None:
+            kind = WARNING if evicting.get("reason") in NOTHING_EVICTED else NORMAL
+            reason = str(evicting.get("type"))
+            message = str(evicting.get("message") or evicting.get("reason") or "")
+        elif condition is not None:
             # the scheduler's pending reason where it gives one (InsufficientClusterCapacity, ...)
             given = str(condition.get("reason") or "")
             kind, reason = WARNING, given if given in PENDING_REASONS else "Unschedulable"

@@ -9,10 +9,12 @@ from collections.abc import Sequence
 
 from services.admission import validate_cmd
 from services.cli import (
+    advise_cmd,
     bench_cmd,
     cluster_cmd,
     deploy_cmd,
     describe_cmd,
+    export_cmd,
     job_cmd,
     pod_cmd,
     poison_cmd,
@@ -30,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     simulate_cmd.register(sub)
+    advise_cmd.register(sub)
+    export_cmd.register(sub)
     bench_cmd.register(sub)
     validate_cmd.register(sub)
     stack_cmd.register(sub)

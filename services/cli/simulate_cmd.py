@@ -13,6 +13,7 @@ import yaml
 
 from contracts.errors import ManifestError
 from contracts.parse import duration_seconds, load_files
+from services.cli import simulate_desched
 from services.scheduler.core.conf import ConfError, default_conf, parse_conf
 from services.simulator.engine import simulate
 from services.simulator.report import build_report, render_table
@@ -44,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--period", type=float, default=1.0, help="simulated schedule period in seconds (default 1)"
     )
-    usage = "with the usage plugin in the conf: "
+    usage = "with the usage plugin in the conf or a descheduler policy: "
     p.add_argument(
         "--usage-period",
         type=_duration,
@@ -66,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DURATION",
         help=f"{usage}an older sample leaves its node unknown (default {DEFAULT_STALE_AFTER_S:.0f}s)",
     )
+    simulate_desched.add_arguments(p, _duration)
     p.add_argument(
         "--horizon",
         default="1h",
@@ -129,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"lahar simulate: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    try:
+        descheduler = simulate_desched.descheduler_from(args, args.usage_stale_after)
+    except simulate_desched.OptionError as exc:
+        for problem in exc.problems:
+            print(f"lahar simulate: {problem}", file=sys.stderr)
+        return EXIT_INPUT
     progress = _progress_printer(sys.stderr.isatty())
     outcome = simulate(
         objects,
@@ -140,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         progress=progress,
         node_usage=UsageSimulation(args.usage_period, args.usage_window, args.usage_stale_after),
         horizon_s=horizon,
+        descheduler=descheduler,
     )
     if sys.stderr.isatty():
         print("\r", end="", file=sys.stderr)

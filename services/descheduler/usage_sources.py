@@ -27,9 +27,8 @@ import structlog
 
 from contracts.objects import Node
 from contracts.resources import CPU, MEMORY, Resources
-from contracts.usage import NodeUsage
 from services.descheduler.core.policy import LAHAR_METRICS, PROMETHEUS, MetricsSource
-from services.descheduler.core.usage import NodeLoad
+from services.descheduler.core.usage import NodeLoad, sample_load
 
 log = structlog.get_logger(__name__)
 
@@ -126,19 +125,6 @@ class PrometheusUsage:
 
 class SupportsLatest(Protocol):
     def latest(self, node: str) -> Any: ...
-
-
-def sample_load(sample: NodeUsage, now: float, age_s: float | None = None) -> NodeLoad:
-    """A node agent's usage sample (contracts/usage.py) as a NodeLoad: its window averages of cpu
-    (millicores) and memory (bytes) and its pods' averages; its age as the reader measured it (from when
-    the sample arrived, on the reader's clock), else from the sample's own time."""
-    used = Resources({CPU: int(sample.cpu_avg_milli), MEMORY: int(sample.memory_avg_bytes) * 1000})
-    pods = {
-        p.pod: Resources({CPU: int(p.cpu_avg_milli), MEMORY: int(p.memory_avg_bytes) * 1000})
-        for p in sample.pods
-    }
-    age = max(0.0, now - float(sample.time)) if age_s is None else age_s
-    return NodeLoad(used, age_s=age, pods=pods)
 
 
 class LaharUsage:

@@ -18,6 +18,7 @@ from opentelemetry.trace import Tracer
 
 from contracts.events import JOB_CONTROLLER
 from services.job_controller.core.controller import ControllerCore, ControllerState
+from services.job_controller.core.expand import JOB_NAME
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.requests import RequestingPublisher
 from shared.bus.jetstream import Bus
@@ -26,7 +27,7 @@ from shared.runner.read_model import ReadModelService
 from shared.service import connect_bus, connect_etcd
 from shared.store.etcd import Etcd
 from shared.store.read_model import Write
-from shared.telemetry.metrics import Registry
+from shared.telemetry.metrics import Registry, exponential_buckets_range
 
 log = structlog.get_logger(__name__)
 
@@ -65,7 +66,13 @@ class JobControllerService(ReadModelService[ControllerState]):
             "Completed": self.registry.counter("volcano_job_completed_phase_count", "Jobs completed", labels),
             "Failed": self.registry.counter("volcano_job_failed_phase_count", "Jobs failed", labels),
         }
-        self._finished: set[str] = set()  # keys of the jobs known to have finished
+        self._pod_creation_ms = self.registry.histogram(
+            "volcano_controller_job_to_pod_creation_latency_milliseconds",
+            "From a job's creation to the creation of each of its pods, in milliseconds",
+            buckets=exponential_buckets_range(50, 60000, 30),
+        )
+        self._finished: dict[str, str] = {}  # keys of the jobs known to have finished -> their queue
+        self._pods: dict[str, str] = {}  # pod key -> uid written (a pod made again has a new uid)
 
     async def after_reconcile(self) -> None:
         await super().after_reconcile()
@@ -75,20 +82,46 @@ class JobControllerService(ReadModelService[ControllerState]):
         notes.clear()
 
     def written(self, write: Write, *, full: bool) -> None:
-        if write.kind != "job":
-            return
+        if write.kind == "job":
+            self._job_written(write, full=full)
+        elif write.kind == "pod":
+            self._pod_written(write, full=full)
+
+    def _job_written(self, write: Write, *, full: bool) -> None:
         key = f"{write.namespace}/{write.name}"
         if write.object is None:
-            self._finished.discard(key)
+            queue = self._finished.pop(key, None)
+            if queue is not None:  # the job is gone: so are its series (Volcano's DeleteJobMetrics)
+                for counter in self._phase_counters.values():
+                    with contextlib.suppress(KeyError):
+                        counter.remove(key, queue)
             return
         job = write.object["object"]
         phase = job["status"]["state"]["phase"]
         if phase not in FINAL_PHASES or key in self._finished:
             return
-        self._finished.add(key)
-        counter = self._phase_counters.get(phase)
-        if counter is not None and not full:
-            counter.labels(key, job["queue"]).inc()
+        self._finished[key] = job["queue"]
+        counted = self._phase_counters.get(phase)
+        if counted is not None and not full:
+            counted.labels(key, job["queue"]).inc()
+
+    def _pod_written(self, write: Write, *, full: bool) -> None:
+        """A job's pod created (a new uid for its key): Volcano's job-to-pod creation latency."""
+        key = f"{write.namespace}/{write.name}"
+        if write.object is None:
+            self._pods.pop(key, None)
+            return
+        meta = write.object["object"]["meta"]
+        uid = meta.get("uid", "")
+        if self._pods.get(key) == uid:
+            return
+        self._pods[key] = uid
+        job_name = (meta.get("annotations") or {}).get(JOB_NAME)
+        record = self.state.jobs.core.jobs.get(f"{write.namespace}/{job_name}") if job_name else None
+        if full or record is None or record.job is None:
+            return  # written again on gaining a term: observed by the leader that created it
+        created = meta.get("creation_timestamp") or 0.0
+        self._pod_creation_ms.observe(max(created - record.job.meta.creation_timestamp, 0.0) * 1000)
 
 
 async def build(config: JobControllerConfig, stack: contextlib.AsyncExitStack) -> JobControllerService:

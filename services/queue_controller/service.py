@@ -57,7 +57,12 @@ class QueueControllerService(ReadModelService[Projected]):
     def written(self, write: Write, *, full: bool) -> None:
         if write.kind != "queue":
             return
-        status = {} if write.object is None else write.object["object"]["status"]
+        if write.object is None:  # the queue is gone: so are its series (Volcano's DeleteQueueMetrics)
+            for gauge in self._podgroup_counts.values():
+                with contextlib.suppress(KeyError):
+                    gauge.remove(write.name)
+            return
+        status = write.object["object"]["status"]
         for counter, gauge in self._podgroup_counts.items():
             gauge.labels(write.name).set(status.get(counter, 0))
 

@@ -1,5 +1,5 @@
 """Which owned PodGroups wait and why, as a replica's latest sessions left them (pure): what it exports as
-`lahar_podgroup_pending` and `lahar_podgroup_missing_resource` (metrics.py).
+`lahar_podgroup_pending` and `lahar_podgroup_missing_resource`, read at scrape time (replica_series.py).
 
 A session reports only the PodGroups it acted for (its focus, focus.py), so the book keeps every entry
 until a later session says otherwise; a PodGroup the replica no longer owns (the ring changed: its new
@@ -15,6 +15,9 @@ from contracts.pending import SCALE_UP_REASONS
 from contracts.resources import MILLI
 from services.scheduler.core.framework.plan import PendingSummary, SessionResult
 
+PENDING = "lahar_podgroup_pending"
+MISSING = "lahar_podgroup_missing_resource"
+
 
 class PendingBook:
     def __init__(self) -> None:
@@ -28,6 +31,10 @@ class PendingBook:
                 self.entries.pop(key, None)
             else:
                 self.entries[key] = summary
+        self.prune(keeps)
+
+    def prune(self, keeps: Callable[[str], bool]) -> None:
+        """Forget the PodGroups `keeps` says no (no longer owned, or gone)."""
         for key in [key for key in self.entries if not keeps(key)]:
             del self.entries[key]
 
@@ -49,3 +56,11 @@ class PendingBook:
                     labels = (summary.queue, resource)
                     missing[labels] = missing.get(labels, 0.0) + milli / MILLI
         return missing
+
+
+def pending_series(book: PendingBook) -> dict[str, list[tuple[tuple[str, ...], float]]]:
+    """The two families' rows: (queue, reason) -> count; (queue, resource) -> what the cluster lacks."""
+    return {
+        PENDING: [(labels, float(count)) for labels, count in sorted(book.counts().items())],
+        MISSING: sorted(book.missing().items()),
+    }

@@ -4,8 +4,8 @@ A replica's session decides only for the PodGroups it owns on the ring (a sessio
 predicate decides for all, and `build_plans` keeps the owned part); a replica sends one message per
 committed Statement, plus one message for status changes of owned PodGroups that no Statement touched.
 The wire format (MessagePack) is `{plan_id, replica, seq, binds: [{pod, job, node}],
-evictions: [{pod, job, node, reason}], podgroups: {key: {phase, conditions, running, succeeded, failed,
-allocated_hypernode}}}`.
+evictions: [{pod, job, node, reason}], reservations: [{pod, job, node, reason}], podgroups: {key: {phase,
+conditions, running, succeeded, failed, allocated_hypernode}}}`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ import msgpack
 
 from contracts.codec import DecodeError, decode, encode
 from contracts.objects import PodGroupCondition, PodGroupStatus
-from services.scheduler.core.framework.plan import Bind, Eviction, Plan, PodGroupUpdate, SessionResult
+from services.scheduler.core.framework.plan import (
+    Bind,
+    Eviction,
+    Plan,
+    PodGroupUpdate,
+    Reservation,
+    SessionResult,
+)
 from services.scheduler.core.snapshot import ClusterSnapshot
 
 # PodGroups per status-only plan: its events are committed as one atomic batch (at most 1,000 events)
@@ -42,25 +49,35 @@ class PlanMessage:
     binds: tuple[Bind, ...] = ()
     evictions: tuple[Eviction, ...] = ()
     podgroups: Mapping[str, PodGroupUpdate] = field(default_factory=dict)
+    reservations: tuple[Reservation, ...] = ()
 
     @property
     def subject(self) -> str:
-        """The PodGroup the plan is about as its content says: its gang (first bind), else its first
-        victim's, else its first status update's. The binder names a PlanRejected after it; the
-        rejection reaches the replica that sent the plan by plan id, whatever the subject."""
-        return plan_subject(Plan(self.binds, self.evictions)) or min(self.podgroups, default="")
+        """The PodGroup the plan is about as its content says: its gang (first bind), else the one it
+        reserves room for, else its first victim's, else its first status update's. The binder names a
+        PlanRejected after it; the rejection reaches the replica that sent the plan by plan id, whatever
+        the subject."""
+        plan = Plan(self.binds, self.evictions, reservations=self.reservations)
+        return plan_subject(plan) or min(self.podgroups, default="")
 
     def pod_keys(self) -> tuple[str, ...]:
-        return tuple(b.task for b in self.binds) + tuple(e.task for e in self.evictions)
+        return (
+            tuple(b.task for b in self.binds)
+            + tuple(e.task for e in self.evictions)
+            + tuple(r.task for r in self.reservations)
+        )
 
 
 def plan_subject(plan: Plan) -> str:
     """The PodGroup a session's plan acted for, else (a plan read back from the wire does not carry it)
-    the gang it places (its first bind's), else the first victim's PodGroup."""
+    the gang it places (its first bind's), else the one it reserves room for, else the first victim's
+    PodGroup."""
     if plan.job:
         return plan.job
     if plan.binds:
         return plan.binds[0].job
+    if plan.reservations:
+        return plan.reservations[0].job
     return plan.evictions[0].job if plan.evictions else ""
 
 
@@ -110,6 +127,7 @@ def build_plans(
         if plan_subject(plan) not in owned:
             continue
         groups = {b.job for b in plan.binds} | {e.job for e in plan.evictions} | {plan.job}
+        groups |= {r.job for r in plan.reservations}
         attached = {key: changed.pop(key) for key in sorted(groups) if key in changed}
         content = _content(plan, attached)
         messages.append(_message(plan_id(replica, seq, index, content), replica, seq, plan, attached))
@@ -125,14 +143,17 @@ def build_plans(
 def _message(
     pid: str, replica: str, seq: int, plan: Plan, podgroups: Mapping[str, PodGroupUpdate]
 ) -> PlanMessage:
-    return PlanMessage(pid, replica, seq, plan.binds, plan.evictions, dict(podgroups))
+    return PlanMessage(pid, replica, seq, plan.binds, plan.evictions, dict(podgroups), plan.reservations)
 
 
 def _content(plan: Plan, podgroups: Mapping[str, PodGroupUpdate]) -> str:
     binds = ";".join(f"{b.task}@{b.node}" for b in plan.binds)
     evictions = ";".join(f"{e.task}@{e.node}" for e in plan.evictions)
     groups = ";".join(f"{k}={u.phase}{sorted(_condition_facts(u.conditions))}" for k, u in podgroups.items())
-    return f"{binds}|{evictions}|{groups}"
+    content = f"{binds}|{evictions}|{groups}"
+    if plan.reservations:  # (a plan without any keeps the id it had before reservations existed)
+        content += "|" + ";".join(f"{r.task}@{r.node}" for r in plan.reservations)
+    return content
 
 
 # --- wire format -------------------------------------------------------------------------------------
@@ -148,6 +169,9 @@ def plan_to_plain(plan: PlanMessage) -> dict[str, Any]:
             {"pod": e.task, "job": e.job, "node": e.node, "reason": e.reason} for e in plan.evictions
         ],
         "podgroups": {key: update_to_plain(u) for key, u in plan.podgroups.items()},
+        "reservations": [
+            {"pod": r.task, "job": r.job, "node": r.node, "reason": r.reason} for r in plan.reservations
+        ],
     }
 
 
@@ -195,12 +219,21 @@ def plan_from_plain(raw: Any) -> PlanMessage:
         )
         for at, item in reader.items(raw, "evictions")
     )
+    reservations = tuple(
+        Reservation(
+            reader.text(item, "pod", at),
+            reader.text(item, "job", at),
+            reader.text(item, "node", at),
+            reader.text(item, "reason", at, default=""),
+        )
+        for at, item in reader.items(raw, "reservations")
+    )
     podgroups = reader.podgroups(raw.get("podgroups", {}))
-    if not (binds or evictions or podgroups or reader.errors):
-        reader.errors.append("plan: no binds, evictions or podgroups")
+    if not (binds or evictions or reservations or podgroups or reader.errors):
+        reader.errors.append("plan: no binds, evictions, reservations or podgroups")
     if reader.errors:
         raise PlanError("invalid plan: " + "; ".join(reader.errors))
-    return PlanMessage(pid, replica, seq, binds, evictions, podgroups)
+    return PlanMessage(pid, replica, seq, binds, evictions, podgroups, reservations)
 
 
 class _Reader:

@@ -31,9 +31,9 @@ from services.scheduler.core.framework.session import Session
 from services.scheduler.focus import session_focus
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
 from services.scheduler.ownership import Ownership
-from services.scheduler.pending_book import PendingBook
 from services.scheduler.plans import PlanMessage, build_plans
 from services.scheduler.publish import PlanNotSent, publish_plan
+from services.scheduler.replica_series import ReplicaSeries
 from services.scheduler.state import SchedulerState, ViewCore
 from shared.bus.jetstream import Bus
 from shared.bus.streams import plans_stream
@@ -106,8 +106,8 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         self.replica = config.replica_id
         self.conf = conf or default_conf()
         self.sched_metrics = SchedulerMetrics(registry)
-        self.pending = PendingBook()  # the owned PodGroups that wait, and why
         self.ownership = Ownership(etcd, self.replica, config.membership_ttl_s, self._kick_now)
+        self.series = ReplicaSeries(self.sched_metrics, lambda: self.state.view, self.ownership.owned, clock)
         self._kick = asyncio.Event()
         self._sessions = 0
         self._in_session = False
@@ -159,10 +159,15 @@ class SchedulerService(EventSourcedService[SchedulerState]):
         busy = self._in_session or self._kick.is_set() or self._planned_seq != self.state.view.seq
         return not busy and await super().idle()
 
+    async def after_replay(self) -> None:
+        await super().after_replay()
+        self.state.view.watching = True  # from here on pods are timed as the replica sees them
+
     async def after_reconcile(self) -> None:
         # Called after every batch of events: answer them with a session soon.
         if self.state.view.seq != self._planned_seq:
             self._kick_now()
+        self.series.time_tasks()
 
     def _kick_now(self) -> None:
         self._kick.set()
@@ -260,20 +265,20 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 now=self.clock(),
                 # the PodGroups it acts for; the other owned ones are modelled like other replicas'
                 owns=owned.owns if focus is None else focus.__contains__,
+                stopwatch=time.perf_counter,
             )
             elapsed_ms = (time.perf_counter() - started) * 1000
             self._paced_until = (
                 asyncio.get_running_loop().time() + self.config.session_pacing * elapsed_ms / 1000
             )
             plans = build_plans(result, snapshot, self.replica, owned, statuses)
-            outcome = session_outcome(result, snapshot, owned)
+            outcome = session_outcome(result, owned)
             if focus is None or force:  # the ring's share (a walk over every PodGroup), now and then
                 self._owned_share = sum(pg.meta.key in owned for pg in snapshot.podgroups)
             # not only the PodGroups this session acted for
             outcome = dataclasses.replace(outcome, owned=self._owned_share)
-            self.sched_metrics.session(elapsed_ms, cpu_s, outcome)
-            self.pending.update(result, lambda key: key in owned and view.podgroup(key) is not None)
-            self.sched_metrics.pending(self.pending)
+            self.sched_metrics.session(elapsed_ms, cpu_s, outcome, result.stats)
+            self.series.session(result, plans)
             # Assumed before they are sent, so the log's answer (possibly quick) always finds them.
             for plan in plans:
                 view.assume(plan)

@@ -8,8 +8,9 @@ carries them, so no session converts Node objects. Finished work (pods and PodGr
 see `core/live.py`) stays readable here but leaves the snapshot.
 
 Assumptions: after publishing a plan the replica calls `assume(plan)`, and its pods show as bound (or,
-for evictions, as releasing) and its PodGroups with the planned status until the log answers: `PodBound`,
-`PodEvicting` or `PodGroupStatusChanged` settle them one by one, `PlanRejected` forgets the whole plan.
+for evictions, as releasing; for reservations, as nominated to their node) and its PodGroups with the
+planned status until the log answers: `PodBound`, `PodEvicting`, `PodNominated` or
+`PodGroupStatusChanged` settle them one by one, `PlanRejected` forgets the whole plan.
 Without this the next session would place the same pods again and over-commit nodes.
 
 How each event type changes the view is in `view_events.py` (the fold); this module holds the objects,
@@ -52,6 +53,9 @@ _DEFAULT_QUEUE = Queue(
 )
 _POD = "pod"
 _GROUP = "podgroup"
+# what a plan does to a pod
+_BIND, _EVICT, _NOMINATE = "bind", "evict", "nominate"
+WATCHED, BOUND = "Watched", "Bound"  # Volcano's names of the task scheduling stages
 
 
 class SchedulerView:
@@ -69,9 +73,11 @@ class SchedulerView:
         "nodes",
         "priority_classes",
         "queues",
+        "seen",
         "seq",
         "shown",
         "time",
+        "watching",
     )
 
     def __init__(self) -> None:
@@ -86,8 +92,8 @@ class SchedulerView:
         self.logged_pods: dict[str, Pod] = {}
         self.logged_podgroups: dict[str, PodGroup] = {}
         self.shown = LiveObjects()
-        # pod key -> (plan id, node to bind to, or None for an eviction)
-        self._pod_assumed: dict[str, tuple[str, str | None]] = {}
+        # pod key -> (plan id, what the plan does to it: bind, evict or nominate, and the node)
+        self._pod_assumed: dict[str, tuple[str, tuple[str, str]]] = {}
         self._group_assumed: dict[str, tuple[str, PodGroupUpdate]] = {}
         # plan id -> the (kind, key) pairs still waiting for the log
         self._plans: dict[str, set[tuple[str, str]]] = {}
@@ -97,18 +103,24 @@ class SchedulerView:
         # (CAPACITY events, counted)
         self.new_work: set[str] = set()
         self.capacity = 0
+        # While `watching` (live events, not replay): pods created and bound, as (stage, PodGroup key,
+        # pod creation time), for the replica to time them (Volcano's task scheduling latency).
+        self.watching = False
+        self.seen: list[tuple[str, str, float]] = []
 
     # --- reading -------------------------------------------------------------------------------------
+    def all_queues(self) -> tuple[Queue, ...]:
+        """Every queue, and `default` even before anyone applied it (as in Volcano)."""
+        queues = self._cached("queues", self.queues)
+        return queues if DEFAULT_QUEUE in self.queues else (_DEFAULT_QUEUE, *queues)
+
     def snapshot(self, seq: int | None = None) -> ClusterSnapshot:
         """The session input at `seq` (default: the last applied event's)."""
-        queues = self._cached("queues", self.queues)
-        if DEFAULT_QUEUE not in self.queues:
-            queues = (_DEFAULT_QUEUE, *queues)
         return ClusterSnapshot(
             nodes=self._cached("nodes", self.nodes),
             pods=self.shown.live_pods(),
             podgroups=self.shown.live_podgroups(),
-            queues=queues,
+            queues=self.all_queues(),
             priority_classes=self._cached("priority_classes", self.priority_classes),
             hypernodes=self._cached("hypernodes", self.hypernodes),
             sequence=self.seq if seq is None else seq,
@@ -172,6 +184,17 @@ class SchedulerView:
                 pod = self.logged_pods.get(event_key(event))
                 if pod is not None:
                     self.new_work.add(podgroup_key(pod))
+                    if self.watching:
+                        self.seen.append((WATCHED, podgroup_key(pod), pod.meta.creation_timestamp))
+            elif event.type == "PodBound" and self.watching:
+                pod = self.logged_pods.get(event_key(event))
+                if pod is not None:
+                    self.seen.append((BOUND, podgroup_key(pod), pod.meta.creation_timestamp))
+
+    def take_seen(self) -> list[tuple[str, str, float]]:
+        """The pods created and bound since the last call (see `seen`)."""
+        seen, self.seen = self.seen, []
+        return seen
 
     def set_object(self, kind: str, objects: dict[str, Any], key: str, obj: Any | None) -> None:
         _put(objects, key, obj)
@@ -198,9 +221,11 @@ class SchedulerView:
         pod = self.logged_pods.get(key)
         assumed = self._pod_assumed.get(key)
         if pod is not None and assumed is not None:
-            node = assumed[1]
-            if node is None:
+            change, node = assumed[1]
+            if change == _EVICT:
                 pod = replace(pod, meta=replace(pod.meta, deletion_timestamp=self.time))
+            elif change == _NOMINATE:
+                pod = replace(pod, status=replace(pod.status, nominated_node_name=node))
             else:
                 pod = replace(pod, spec=replace(pod.spec, node_name=node))
         self.shown.put_pod(key, pod)
@@ -226,8 +251,9 @@ class SchedulerView:
     def assume(self, plan: PlanMessage) -> None:
         """Show the plan's placements, evictions and statuses until the log answers for them."""
         waiting: set[tuple[str, str]] = set()
-        changes: list[tuple[str, str, Any]] = [(_POD, b.task, b.node) for b in plan.binds]
-        changes += [(_POD, e.task, None) for e in plan.evictions]
+        changes: list[tuple[str, str, Any]] = [(_POD, b.task, (_BIND, b.node)) for b in plan.binds]
+        changes += [(_POD, e.task, (_EVICT, e.node)) for e in plan.evictions]
+        changes += [(_POD, r.task, (_NOMINATE, r.node)) for r in plan.reservations]
         changes += [(_GROUP, key, update) for key, update in plan.podgroups.items()]
         for kind, key, value in changes:
             known = self.logged_pods if kind == _POD else self.logged_podgroups

@@ -147,8 +147,19 @@ def _pod_change(
 
 
 def _bound(pod: Pod, event: Event) -> Pod:
+    """Bound: its nomination (room reserved for it by a preemption) is used, or void elsewhere."""
     node = event.payload_as(payloads.PodBound).node
+    if pod.status.nominated_node_name:
+        pod = replace(pod, status=replace(pod.status, nominated_node_name=""))
     return pod if node == pod.spec.node_name else replace(pod, spec=replace(pod.spec, node_name=node))
+
+
+def _nominated(pod: Pod, event: Event) -> Pod:
+    """Room on a node is reserved for the pod (Kubernetes' nominatedNodeName); a bound pod keeps none."""
+    node = event.payload_as(payloads.PodNominated).node
+    if pod.spec.node_name or pod.status.nominated_node_name == node:
+        return pod
+    return replace(pod, status=replace(pod.status, nominated_node_name=node))
 
 
 def _report(change: Callable[[Pod, Event], Pod]) -> Callable[[SchedulerView, Event], None]:
@@ -237,6 +248,7 @@ HANDLERS: Mapping[str, Callable[[SchedulerView, Event], None]] = {
     # the node is gone, so are its pods' processes (Kubernetes' pod GC marks them Failed, NodeLost)
     "PodLost": _report(_finished("Failed")),
     "PodEvicting": _pod_change(_deleting, settles=True),
+    "PodNominated": _pod_change(_nominated, settles=True),
     "PodDeletionRequested": _pod_change(_deleting),
     "PodTerminated": _pod_terminated,
 }
@@ -247,4 +259,11 @@ VIEW_EVENTS = frozenset(HANDLERS)
 # work (PodGroupCreated, PodCreated, a rejected plan) matters to its PodGroup's owner only (`new_work`).
 # Neither are the answers to a replica's own plans (PodBound, PodGroupStatusChanged) nor a pod starting:
 # a busy cluster sends thousands of those, and a session for each would only re-plan a settled cluster.
-CAPACITY = VIEW_EVENTS - {"PodBound", "PodRunning", "PodGroupStatusChanged", "PodGroupCreated", "PodCreated"}
+CAPACITY = VIEW_EVENTS - {
+    "PodBound",
+    "PodNominated",
+    "PodRunning",
+    "PodGroupStatusChanged",
+    "PodGroupCreated",
+    "PodCreated",
+}

@@ -12,8 +12,9 @@ the stack, folded into the controllers' cores and applied to the world (world.py
   suspended then, as `kubectl patch cronjob --suspend` would), so a simulation with CronJobs ends;
 - the controllers' outputs (PodGroupCreated, PodCreated, PodDeletionRequested, JobStatusChanged,
   JobCleanedUp, QueueStateChanged, ...) are written until they have nothing more to say (`settle`);
-- a session's decisions become the binder's events: PodBound, PodEvicting and PodGroupStatusChanged for
-  the PodGroups whose phase or conditions changed (scheduler.plans.build_plans + binder's plan_outputs);
+- a session's decisions become the binder's events: PodBound, PodEvicting, PodNominated (the room a
+  preemption reserves) and PodGroupStatusChanged for the PodGroups whose phase or conditions changed
+  (scheduler.plans.build_plans + binder's plan_outputs);
 - the nodes answer (nodes.py): PodRunning, PodTerminated, and PodSucceeded / PodFailed when runs end.
 A batch is written whole before the nodes answer it, as the binder commits a plan before agents see it.
 
@@ -265,8 +266,14 @@ class SimCluster:
         )
 
     def next_moment(self, now: float) -> float | None:
-        """When something happens next without a session deciding it: a run ends, an object arrives, or a
-        controller's timeout or TTL falls due."""
+        """When something happens next without a session deciding it: a run ends, an object arrives, a
+        controller's timeout or TTL falls due, or a running pod's cool-down ends (it may be a victim then)."""
         arrival = min((t for t, _ in self.arrivals), default=None)
-        moments = (self.world.next_completion(), arrival, self.controllers.next_deadline(now))
+        world = self.world
+        moments = (
+            world.next_completion(),
+            arrival,
+            self.controllers.next_deadline(now),
+            world.next_cooldown_end(now),
+        )
         return min((t for t in moments if t is not None), default=None)

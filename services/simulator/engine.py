@@ -6,8 +6,10 @@ session runs and the controllers settle again (cluster.py). The clock then moves
 anything changed, otherwise it jumps to the next run end, arrival, or controller timeout / TTL. When
 nothing can change any more and jobs are still unfinished, the run ends as a deadlock instead of spinning.
 
-With a conf that enables the usage plugin, the nodes' usage is sampled too (usage.py) and each session
-gets the fresh samples; the next sample is then one more moment the clock may jump to.
+With a conf that enables the usage plugin, or a descheduler policy, the nodes' usage is sampled too
+(usage.py) and each session gets the fresh samples; the next sample is then one more moment the clock may
+jump to. With a descheduler policy the descheduler runs every interval of simulated time between the
+controllers settling and the session (descheduling.py); its next run is another such moment.
 
 Pure: the clock is simulated, randomness comes from the seed, progress goes to an optional callback.
 """
@@ -21,6 +23,7 @@ from services.job_controller.core.workloads.state import WorkloadsState
 from services.scheduler.core.conf import SchedulerConf
 from services.scheduler.core.framework.plan import SessionResult
 from services.simulator.cluster import DEFAULT_HORIZON_S, SimCluster
+from services.simulator.descheduling import SimDescheduler
 from services.simulator.log import SimLog
 from services.simulator.metrics import UsageRecorder
 from services.simulator.usage import UsageSimulation
@@ -40,7 +43,10 @@ class SimulationRun:
     now: float = 0.0
     outcome: str = "cycles"  # cycles | idle | deadlock | unschedulable
     usage: UsageRecorder | None = None
-    node_usage: UsageSimulation | None = None  # the usage samples, when the conf's usage plugin reads them
+    node_usage: UsageSimulation | None = (
+        None  # the usage samples, when the usage plugin or LoadAware reads them
+    )
+    descheduler: SimDescheduler | None = None  # its runs and evictions, when a policy was given
     workloads: WorkloadsState | None = None  # the CronJobs and JobFlows, as the job-controller saw them
 
 
@@ -68,15 +74,19 @@ def simulate(
     progress: ProgressFn | None = None,
     horizon_s: float = DEFAULT_HORIZON_S,
     node_usage: UsageSimulation | None = None,
+    descheduler: SimDescheduler | None = None,
 ) -> SimulationRun:
     """horizon_s: when CronJobs stop firing (every CronJob is suspended then), so that a closed loop with
     CronJobs ends. `node_usage`: how nodes' usage is sampled (default: UsageSimulation's 30 s period),
-    used only when the conf enables the usage plugin."""
+    used only when the conf enables the usage plugin or a descheduler is given. `descheduler`: runs the
+    descheduler's core on the simulated clock."""
     cluster = SimCluster(objects, horizon_s=horizon_s)
     world = cluster.world
     run = SimulationRun(world, cluster.log)
     run.usage = UsageRecorder(world)
-    if conf.uses("usage"):
+    run.descheduler = descheduler
+    scheduler_reads_usage = conf.uses("usage")
+    if scheduler_reads_usage or descheduler is not None:
         run.node_usage = node_usage or UsageSimulation()
     sampler = run.node_usage
     limit = max_cycles if until_idle else (cycles or 1)
@@ -86,10 +96,12 @@ def simulate(
         fresh = None
         if sampler is not None:
             sampler.advance(world, now, mark)
-            fresh = sampler.fresh(now)
+            fresh = sampler.fresh(now) if scheduler_reads_usage else None
         cluster.arrive(now)
         cluster.complete(now)
         cluster.settle(now)
+        if descheduler is not None:
+            descheduler.run_if_due(cluster, now, sampler.book if sampler is not None else None)
         cycle = f"cycle-{run.cycles}"
         result = cluster.schedule(conf, seed=seed + run.cycles, session_id=cycle, now=now, usage=fresh)
         run.results.append(result)
@@ -108,10 +120,12 @@ def simulate(
         if cluster.changed_since(mark):
             now += period_s
             continue
-        upcoming = cluster.next_moment(now)
-        sample = sampler.next_moment(len(cluster.log)) if sampler is not None else None
-        if sample is not None and (upcoming is None or sample < upcoming):
-            upcoming = sample
+        moments = (
+            cluster.next_moment(now),
+            sampler.next_moment(len(cluster.log)) if sampler is not None else None,
+            descheduler.next_moment(cluster) if descheduler is not None else None,
+        )
+        upcoming = min((t for t in moments if t is not None), default=None)
         if upcoming is None:
             run.outcome = stall_outcome(world)
             break

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.resources import format_quantity
+from services.simulator.descheduling import descheduled_table
 from services.simulator.engine import SimulationRun
 from services.simulator.log import event_to_plain
 from services.simulator.metrics import coefficient_of_variation
@@ -73,6 +74,8 @@ def build_report(run: SimulationRun, until_idle: bool, events: bool = False) -> 
     }
     if run.workloads is not None:
         report.update(workloads_report(run.workloads, run.log.events))
+    if run.descheduler is not None:
+        report["descheduled"] = [d.plain() for d in run.descheduler.descheduled]
     if run.outcome in ("deadlock", "unschedulable"):
         report["message"] = _stuck_message(run)
     if until_idle:
@@ -137,6 +140,7 @@ def render_table(report: dict[str, Any]) -> str:
             f"node-allocation CV {fair['node_allocation_cv']}"
         )
     lines += workloads_table(report)
+    lines += descheduled_table(report)
     lines.append("")
     lines.append(f"{'PODGROUP':40} {'PHASE':10} CONDITION")
     for key, pg in report["podgroups"].items():

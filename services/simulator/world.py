@@ -4,7 +4,8 @@ simulated nodes' clocks (when each running pod will exit).
 `observe` applies one event of the log: a Job's PodGroup and pods exist from the job-controller's
 PodGroupCreated and PodCreated on (Volcano's controller creates pods once the PodGroup left Pending), a pod
 is bound by PodBound, runs from PodRunning, ends with PodSucceeded / PodFailed, and is gone once it is
-stopped (PodTerminated) or deleted before it ran. Nodes, queues, priority classes, hypernodes and the pods
+stopped (PodTerminated) or deleted before it ran; a pending pod holds the room a preemption reserved for it
+from PodNominated until it is bound. Nodes, queues, priority classes, hypernodes and the pods
 and PodGroups of plain manifests (no Job) are added as they are (`add`): no controller owns those pods, so a
 stopped one goes back to Pending, as if its owner created it again.
 """
@@ -24,6 +25,7 @@ from contracts.usage import SIM_USAGE, sim_usage_problem
 from services.job_controller.core.expand import GROUP_NAME, POD_GENERATION
 from services.node_agent.node_labels import well_known_labels
 from services.scheduler.core.framework.plan import SessionResult
+from services.scheduler.core.model.task import pod_cooldown_s
 from services.scheduler.core.snapshot import ClusterSnapshot
 from services.simulator.jobs import SimJob
 from shared.runner_types import Event
@@ -172,7 +174,10 @@ class World:
         pod = self.pods[key]
         etype, node = event.type, named_node(event.data)
         if etype == "PodBound" and not pod.spec.node_name:
-            self.pods[key] = replace(pod, spec=replace(pod.spec, node_name=node))
+            status = replace(pod.status, nominated_node_name="")  # its reserved room is used
+            self.pods[key] = replace(pod, spec=replace(pod.spec, node_name=node), status=status)
+        elif etype == "PodNominated" and not pod.spec.node_name:
+            self.pods[key] = replace(pod, status=replace(pod.status, nominated_node_name=node))
         elif etype == "PodRunning" and pod.status.phase == "Pending":
             running = replace(pod, status=PodStatus(phase="Running", start_time=event.time))
             self.pods[key] = running
@@ -261,6 +266,17 @@ class World:
 
     def next_completion(self) -> float | None:
         return min(self.finish_at.values(), default=None)
+
+    def next_cooldown_end(self, now: float) -> float | None:
+        """When the next running pod's cool-down (volcano.sh/cooldown-time) ends after `now`: from then on
+        it may be preempted or reclaimed, so a session may decide what it could not before."""
+        ends = []
+        for key in (*self.finish_at, *self.waiting_barrier):
+            pod = self.pods[key]
+            cooldown, started = pod_cooldown_s(pod), pod.status.start_time
+            if cooldown is not None and started is not None and started + cooldown > now:
+                ends.append(started + cooldown)
+        return min(ends, default=None)
 
     # --- progress -----------------------------------------------------------------------------------
     def unfinished_jobs(self) -> list[str]:

@@ -1,9 +1,19 @@
-"""Prometheus metrics without dependencies: a registry of counters, gauges and histograms with labels,
-rendered in the text exposition format 0.0.4, and a loopback HTTP endpoint serving /metrics and /healthz.
+"""Prometheus metrics on prometheus-client: a registry of counters, gauges and histograms with labels,
+series computed when Prometheus scrapes (`scraped`), and a loopback HTTP endpoint serving /metrics and
+/healthz.
 
 Services define their own metrics, named like Volcano's where one exists (reference: Volcano's
-pkg/scheduler/metrics, e.g. volcano_e2e_scheduling_latency_milliseconds) and lahar_* otherwise.
-Updates happen on the event loop's thread; nothing here is meant to be shared across threads.
+pkg/scheduler/metrics, e.g. volcano_e2e_scheduling_latency_milliseconds) and lahar_* otherwise; the
+list, with who exports what, is docs/metrics.md. The process-wide registry (`default_registry()`) also
+carries prometheus-client's process, platform and garbage-collector series (process_cpu_seconds_total,
+process_resident_memory_bytes, python_info, ...).
+
+Updates must happen on the event loop's thread (see _LoopValue). Two choices keep the exposition what it
+was before prometheus-client, and like Volcano's (Go's client):
+- no `_created` series (OpenMetrics' creation timestamps): they would double the series count;
+- a counter whose name does not end in `_total` keeps its name: prometheus-client, following
+  OpenMetrics, would expose `<name>_total`, so such a counter (Volcano's `volcano_job_retry_counts`,
+  `volcano_job_completed_phase_count`) is exposed untyped under its own name (docs/deviations.md).
 """
 
 from __future__ import annotations
@@ -13,15 +23,60 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from http import HTTPStatus
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+import prometheus_client
+from prometheus_client import CollectorRegistry, generate_latest, values
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.metrics_core import Metric as Family
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
+
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+
+
+class _LoopValue:
+    """A metric's value without prometheus-client's per-value lock. Services update and read their
+    metrics on their event loop's thread only (the scheduler's session thread touches none), and the
+    lock made every update about 5x slower: 0.6 against 0.1 µs, on every event each service folds, which
+    showed as a few percent of the whole stack's CPU per pod (docs/benchmarks.md). `values.ValueClass` is
+    prometheus-client's own switch (its multiprocess mode sets it the same way), read when a metric is
+    made."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, *_: Any, **__: Any) -> None:
+        self._value = 0.0
+
+    def inc(self, amount: float) -> None:
+        self._value += amount
+
+    def set(self, value: float, timestamp: float | None = None) -> None:
+        self._value = value
+
+    def get(self) -> float:
+        return self._value
+
+    def set_exemplar(self, exemplar: Any) -> None:
+        pass  # lahar attaches no exemplars
+
+    def get_exemplar(self) -> None:
+        return None
+
+
+values.ValueClass = _LoopValue
+
 # Prometheus' default buckets, in seconds.
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # the format generate_latest writes
 _REQUEST_TIMEOUT_S = 5.0
+# Prometheus' classic names (prometheus-client would also take any UTF-8 name; a query could not)
+_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -31,222 +86,213 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
     return tuple(start * factor**i for i in range(count))
 
 
-def _number(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
+def exponential_buckets_range(low: float, high: float, count: int) -> tuple[float, ...]:
+    """count upper bounds from low to high, each the same factor above the last (Go client's
+    ExponentialBucketsRange, which Volcano's histograms use)."""
+    if low <= 0 or high <= low or count < 2:
+        raise ValueError("exponential bucket ranges need 0 < low < high and count >= 2")
+    factor = (high / low) ** (1 / (count - 1))
+    return tuple(low * factor**i for i in range(count))
 
 
-def _escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+class _Unlabelled:
+    """`labels()` with no values on a metric without labels is the metric itself (the hand-written
+    registry allowed it, and code reads `metric.labels().value` either way)."""
+
+    _labelnames: tuple[str, ...]
+
+    def labels(self, *values: object, **by_name: object) -> Any:
+        if not values and not by_name and not self._labelnames:
+            return self
+        return super().labels(*values, **by_name)  # type: ignore[misc]
 
 
-def _labels_text(pairs: Sequence[tuple[str, str]]) -> str:
-    if not pairs:
-        return ""
-    return "{" + ",".join(f'{name}="{_escape_label(value)}"' for name, value in pairs) + "}"
+class Counter(_Unlabelled, prometheus_client.Counter):
+    @property
+    def value(self) -> float:
+        """The count of this (child) series."""
+        return float(self._value.get())
 
 
-class CounterChild:
-    def __init__(self) -> None:
-        self.value = 0.0
+class UntypedCounter(Counter):
+    """A counter exposed under its own name, not `<name>_total` (see the module's docstring)."""
 
-    def inc(self, amount: float = 1.0) -> None:
-        if amount < 0:
-            raise ValueError("a counter only goes up")
-        self.value += amount
+    _type = "unknown"
 
-
-class GaugeChild:
-    def __init__(self) -> None:
-        self.value = 0.0
-
-    def set(self, value: float) -> None:
-        self.value = float(value)
-
-    def inc(self, amount: float = 1.0) -> None:
-        self.value += amount
+    def _child_samples(self) -> Iterable[Sample]:
+        return (Sample("", {}, self._value.get(), None, None),)
 
 
-class HistogramChild:
-    def __init__(self, bounds: tuple[float, ...]) -> None:
-        self.bounds = bounds
-        self.bucket_counts = [0] * len(bounds)  # per bucket, not cumulative
-        self.count = 0
-        self.sum = 0.0
-
-    def observe(self, value: float) -> None:
-        self.count += 1
-        self.sum += value
-        for i, bound in enumerate(self.bounds):
-            if value <= bound:
-                self.bucket_counts[i] += 1
-                break
+class Gauge(_Unlabelled, prometheus_client.Gauge):
+    @property
+    def value(self) -> float:
+        return float(self._value.get())
 
 
-ChildT = TypeVar("ChildT", CounterChild, GaugeChild, HistogramChild)
-M = TypeVar("M", bound="Metric[Any]")
+class Histogram(_Unlabelled, prometheus_client.Histogram):
+    @property
+    def count(self) -> int:
+        """Observations of this (child) series."""
+        return int(sum(bucket.get() for bucket in self._buckets))
+
+    @property
+    def bounds(self) -> tuple[float, ...]:
+        return tuple(b for b in self._upper_bounds if not math.isinf(b))
 
 
-class Metric(Generic[ChildT]):
-    """One metric family; labels(...) selects (creating on first use) the series of one label set."""
+Rows = Iterable[tuple[Sequence[str], float]]
 
-    kind = ""
 
-    def __init__(self, name: str, help: str, labels: Sequence[str] = ()) -> None:
-        if not _METRIC_NAME.match(name):
-            raise ValueError(f"invalid metric name {name!r}")
-        for label in labels:
-            if not _LABEL_NAME.match(label) or label.startswith("__"):
-                raise ValueError(f"invalid label name {label!r} for metric {name}")
+class Scraped(Collector):
+    """A gauge (or counter) family whose series are read from the service's state when Prometheus
+    scrapes: each source yields (label values, value) rows. For facts the state already holds (a queue's
+    deserved share, a node's allocation, a job's scheduling time): nothing to update on the hot path,
+    and a series goes away with its fact (a deleted job) without anything to remove."""
+
+    def __init__(self, name: str, help: str, labels: Sequence[str], kind: str) -> None:
+        if kind not in ("gauge", "counter"):
+            raise ValueError(f"{name}: a scraped family is a gauge or a counter, not {kind!r}")
         self.name = name
         self.help = help
         self.label_names = tuple(labels)
-        self._series: dict[tuple[str, ...], ChildT] = {}
-        if not self.label_names:
-            self._series[()] = self._new_child()  # an unlabelled metric is exposed from the start, at 0
+        self.kind = kind
+        self.sources: list[Callable[[], Rows]] = []
 
-    def _new_child(self) -> ChildT:
-        raise NotImplementedError
+    def source(self, read: Callable[[], Rows]) -> None:
+        """Add where the series come from (several instances of a component in one process: one each)."""
+        self.sources.append(read)
 
-    def labels(self, *values: object, **by_name: object) -> ChildT:
-        if values and by_name:
-            raise ValueError("give label values by position or by name, not both")
-        if by_name:
-            if set(by_name) != set(self.label_names):
-                raise ValueError(f"{self.name} has labels {self.label_names}, got {tuple(by_name)}")
-            values = tuple(by_name[name] for name in self.label_names)
-        if len(values) != len(self.label_names):
-            raise ValueError(f"{self.name} has labels {self.label_names}, got {len(values)} value(s)")
-        key = tuple(str(v) for v in values)
-        child = self._series.get(key)
-        if child is None:
-            child = self._series[key] = self._new_child()
-        return child
+    def _family(self) -> tuple[Family, str]:
+        if self.kind == "counter" and self.name.endswith("_total"):
+            return Family(self.name[: -len("_total")], self.help, "counter"), self.name
+        return Family(self.name, self.help, "gauge" if self.kind == "gauge" else "unknown"), self.name
 
-    def series(self) -> Iterator[tuple[tuple[tuple[str, str], ...], ChildT]]:
-        for key, child in sorted(self._series.items()):
-            yield tuple(zip(self.label_names, key, strict=True)), child
+    def describe(self) -> Iterable[Family]:
+        return [self._family()[0]]  # registering reads no source (the service may not be built yet)
 
-    def render(self) -> list[str]:
-        help_text = self.help.replace("\\", "\\\\").replace("\n", "\\n")
-        lines = [f"# HELP {self.name} {help_text}", f"# TYPE {self.name} {self.kind}"]
-        for pairs, child in self.series():
-            lines.extend(self._render_series(pairs, child))
-        return lines
-
-    def _render_series(self, pairs: tuple[tuple[str, str], ...], child: ChildT) -> list[str]:
-        raise NotImplementedError
+    def collect(self) -> Iterator[Family]:
+        family, sample_name = self._family()
+        for read in self.sources:
+            for label_values, value in read():
+                labels = dict(zip(self.label_names, label_values, strict=True))
+                family.samples.append(Sample(sample_name, labels, float(value), None, None))
+        yield family
 
 
-def _scalar_series(name: str, pairs: tuple[tuple[str, str], ...], value: float) -> list[str]:
-    return [f"{name}{_labels_text(pairs)} {_number(value)}"]
+class SeriesGroup:
+    """The rows of several scraped families computed together, once per scrape: `read` returns every
+    family's rows by name, and `family(name)` is the source to give that family."""
+
+    def __init__(self, registry: Registry, read: Callable[[], Mapping[str, Rows]]) -> None:
+        self._registry = registry
+        self._read = read
+        self._generation = -1
+        self._rows: Mapping[str, Rows] = {}
+
+    def family(self, name: str) -> Callable[[], Rows]:
+        def rows() -> Rows:
+            if self._generation != self._registry.generation:
+                self._rows = self._read()
+                self._generation = self._registry.generation
+            return self._rows.get(name, ())
+
+        return rows
 
 
-class Counter(Metric[CounterChild]):
-    kind = "counter"
-
-    def _new_child(self) -> CounterChild:
-        return CounterChild()
-
-    def _render_series(self, pairs: tuple[tuple[str, str], ...], child: CounterChild) -> list[str]:
-        return _scalar_series(self.name, pairs, child.value)
-
-    def inc(self, amount: float = 1.0) -> None:
-        self.labels().inc(amount)
+M = TypeVar("M", Counter, Gauge, Histogram, Scraped)
 
 
-class Gauge(Metric[GaugeChild]):
-    kind = "gauge"
+class Registry:
+    """Metric families by name, on a prometheus-client CollectorRegistry. Defining a metric again with
+    the same type and labels returns the existing one (several instances of a component in one process
+    share it); anything else is an error."""
 
-    def _new_child(self) -> GaugeChild:
-        return GaugeChild()
+    def __init__(self, *, process_metrics: bool = False) -> None:
+        """`process_metrics`: also the process, platform and GC collectors (the process-wide registry)."""
+        self.collectors = CollectorRegistry(auto_describe=True)
+        self.generation = 0  # scrapes so far (a SeriesGroup computes its rows once per scrape)
+        self._metrics: dict[str, Counter | Gauge | Histogram | Scraped] = {}
+        if process_metrics:
+            ProcessCollector(registry=self.collectors)
+            PlatformCollector(registry=self.collectors)
+            GCCollector(registry=self.collectors)
 
-    def _render_series(self, pairs: tuple[tuple[str, str], ...], child: GaugeChild) -> list[str]:
-        return _scalar_series(self.name, pairs, child.value)
+    def counter(self, name: str, help: str, labels: Sequence[str] = ()) -> Counter:
+        kind = Counter if name.endswith("_total") else UntypedCounter
+        return self._define(name, Counter, labels, lambda: kind(name, help, labels, registry=None))
 
-    def set(self, value: float) -> None:
-        self.labels().set(value)
+    def gauge(self, name: str, help: str, labels: Sequence[str] = ()) -> Gauge:
+        return self._define(name, Gauge, labels, lambda: Gauge(name, help, labels, registry=None))
 
-
-class Histogram(Metric[HistogramChild]):
-    kind = "histogram"
-
-    def __init__(
+    def histogram(
         self, name: str, help: str, labels: Sequence[str] = (), buckets: Sequence[float] = DEFAULT_BUCKETS
-    ) -> None:
+    ) -> Histogram:
         bounds = tuple(sorted(float(b) for b in buckets if not math.isinf(b)))
         if not bounds or len(set(bounds)) != len(bounds):
             raise ValueError(f"{name}: buckets must be distinct finite numbers")
         if "le" in labels:
             raise ValueError(f"{name}: 'le' is reserved for histogram buckets")
-        self.bounds = bounds
-        super().__init__(name, help, labels)
-
-    def _new_child(self) -> HistogramChild:
-        return HistogramChild(self.bounds)
-
-    def observe(self, value: float) -> None:
-        self.labels().observe(value)
-
-    def _render_series(self, pairs: tuple[tuple[str, str], ...], child: HistogramChild) -> list[str]:
-        lines = []
-        cumulative = 0
-        for bound, count in zip(child.bounds, child.bucket_counts, strict=True):
-            cumulative += count
-            lines.append(f"{self.name}_bucket{_labels_text((*pairs, ('le', _number(bound))))} {cumulative}")
-        lines.append(f"{self.name}_bucket{_labels_text((*pairs, ('le', '+Inf')))} {child.count}")
-        lines.append(f"{self.name}_sum{_labels_text(pairs)} {_number(child.sum)}")
-        lines.append(f"{self.name}_count{_labels_text(pairs)} {child.count}")
-        return lines
-
-
-class Registry:
-    """Metric families by name. Defining a metric again with the same type and labels returns the
-    existing one (several instances of a component in one process share it); anything else is an error."""
-
-    def __init__(self) -> None:
-        self._metrics: dict[str, Metric[Any]] = {}
-
-    def counter(self, name: str, help: str, labels: Sequence[str] = ()) -> Counter:
-        return self._define(name, Counter, labels, lambda: Counter(name, help, labels))
-
-    def gauge(self, name: str, help: str, labels: Sequence[str] = ()) -> Gauge:
-        return self._define(name, Gauge, labels, lambda: Gauge(name, help, labels))
-
-    def histogram(
-        self, name: str, help: str, labels: Sequence[str] = (), buckets: Sequence[float] = DEFAULT_BUCKETS
-    ) -> Histogram:
-        metric = self._define(name, Histogram, labels, lambda: Histogram(name, help, labels, buckets))
-        if metric.bounds != tuple(sorted(float(b) for b in buckets if not math.isinf(b))):
+        metric = self._define(
+            name, Histogram, labels, lambda: Histogram(name, help, labels, buckets=bounds, registry=None)
+        )
+        if metric.bounds != bounds:
             raise ValueError(f"metric {name} is already defined with other buckets")
         return metric
 
-    def _define(self, name: str, kind: type[M], labels: Sequence[str], make: Callable[[], M]) -> M:
+    def scraped(
+        self,
+        name: str,
+        help: str,
+        labels: Sequence[str] = (),
+        kind: str = "gauge",
+        *,
+        group: SeriesGroup | None = None,
+    ) -> Scraped:
+        """A family read at scrape time; its rows come from `group`, or from sources given later with
+        `.source(read)`."""
+        metric = self._define(name, Scraped, labels, lambda: Scraped(name, help, labels, kind))
+        if metric.kind != kind:
+            raise ValueError(f"metric {name} is already defined as a scraped {metric.kind}")
+        if group is not None:
+            metric.source(group.family(name))
+        return metric
+
+    def _define(self, name: str, kind: type[M], labels: Sequence[str], make: Callable[[], Any]) -> M:
         existing = self._metrics.get(name)
         if existing is None:
-            metric = self._metrics[name] = make()
-            return metric
-        if not isinstance(existing, kind) or existing.label_names != tuple(labels):
+            if not _METRIC_NAME.match(name):
+                raise ValueError(f"invalid metric name {name!r}")
+            for label in labels:
+                if not _LABEL_NAME.match(label) or label.startswith("__"):
+                    raise ValueError(f"invalid label name {label!r} for metric {name}")
+            metric = make()
+            self.collectors.register(metric)  # validates the name and the labels
+            self._metrics[name] = metric
+            return metric  # type: ignore[no-any-return]
+        if not isinstance(existing, kind) or _label_names(existing) != tuple(labels):
             raise ValueError(
-                f"metric {name} is already defined as a {existing.kind} with labels {existing.label_names}"
+                f"metric {name} is already defined as a {type(existing).__name__.lower()} "
+                f"with labels {_label_names(existing)}"
             )
         return existing
 
-    def get(self, name: str) -> Metric[Any]:
+    def get(self, name: str) -> Counter | Gauge | Histogram | Scraped:
         return self._metrics[name]
 
-    def render(self) -> str:
+    def scrape(self) -> bytes:
         """The whole registry in the Prometheus text format."""
-        lines = [line for name in sorted(self._metrics) for line in self._metrics[name].render()]
-        return "\n".join(lines) + "\n"
+        self.generation += 1
+        return generate_latest(self.collectors)
+
+    def render(self) -> str:
+        return self.scrape().decode()
 
 
-_DEFAULT = Registry()
+def _label_names(metric: Counter | Gauge | Histogram | Scraped) -> tuple[str, ...]:
+    return metric.label_names if isinstance(metric, Scraped) else tuple(metric._labelnames)
+
+
+_DEFAULT = Registry(process_metrics=True)
 
 
 def default_registry() -> Registry:
@@ -259,7 +305,8 @@ HealthCheck = Callable[[], Mapping[str, Any]]
 
 class MetricsServer:
     """GET /metrics (the registry) and GET /healthz (the health callback as JSON: 200 when its "ok" is
-    true, 503 otherwise) over plain HTTP/1.1 on host:port (port 0: a free one, see .port after start)."""
+    true, 503 otherwise) over plain HTTP/1.1 on host:port (port 0: a free one, see .port after start).
+    On the event loop, so that scraped families read the service's state between two of its steps."""
 
     def __init__(
         self, registry: Registry, health: HealthCheck, *, host: str = "127.0.0.1", port: int = 0
@@ -307,7 +354,7 @@ class MetricsServer:
         if method not in ("GET", "HEAD"):
             return HTTPStatus.METHOD_NOT_ALLOWED, "text/plain", b"only GET and HEAD\n"
         if path == "/metrics":
-            return HTTPStatus.OK, "text/plain; version=0.0.4; charset=utf-8", self.registry.render().encode()
+            return HTTPStatus.OK, CONTENT_TYPE, self.registry.scrape()
         if path == "/healthz":
             try:
                 report = dict(self.health())

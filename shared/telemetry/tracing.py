@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
@@ -16,10 +17,17 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from shared.telemetry.otel_env import CONSOLE, GRPC, HTTP_PROTOBUF, OTLP, trace_settings
 
 log = structlog.get_logger(__name__)
 
@@ -28,9 +36,13 @@ JOB_ATTRIBUTE = "lahar.job"
 POD_ATTRIBUTE = "lahar.pod"
 
 _PROPAGATOR = TraceContextTextMapPropagator()
+# the module of each OTLP protocol's span exporter, and the package that ships it
 _OTLP_EXPORTERS = {
-    "http/protobuf": "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "grpc": "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+    HTTP_PROTOBUF: (
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "opentelemetry-exporter-otlp-proto-http",
+    ),
+    GRPC: ("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "opentelemetry-exporter-otlp-proto-grpc"),
 }
 
 
@@ -41,44 +53,53 @@ def setup_tracing(
     set_global: bool = True,
     env: Mapping[str, str] = os.environ,
 ) -> TracerProvider:
-    """A tracer provider whose spans carry resource service.name = service_name.
+    """A tracer provider whose spans carry resource service.name = OTEL_SERVICE_NAME, else service_name.
 
     With an exporter (tests pass an InMemorySpanExporter), spans are exported synchronously as they end.
-    Otherwise, if OTEL_EXPORTER_OTLP_ENDPOINT is set and the OTLP exporter package is installed, spans are
-    batched to it; else they are not exported, and not recorded either unless OTEL_TRACES_SAMPLER asks:
-    a recorded span costs tens of microseconds and every event makes several. Unrecorded spans still
-    carry trace ids, so a job's events keep one trace id across services and the logs show it. set_global
-    installs the provider for trace.get_tracer(); OpenTelemetry allows that once per process.
+    Otherwise the standard OpenTelemetry variables choose (shared/telemetry/otel_env.py): OTLP (batched,
+    to OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT over http/protobuf or grpc) and/or the console (stderr, as
+    they end), sampled by OTEL_TRACES_SAMPLER. With nothing to export, spans are not recorded either
+    unless OTEL_TRACES_SAMPLER asks: a recorded span costs tens of microseconds and every event makes
+    several. Unrecorded spans still carry trace ids, so a job's events keep one trace id across services
+    and the logs show it. set_global installs the provider for trace.get_tracer(); OpenTelemetry allows
+    that once per process.
     """
-    resource = Resource.create({SERVICE_NAME: service_name})
-    otlp = _otlp_exporter(env) if exporter is None else None
-    if exporter is None and otlp is None and not env.get("OTEL_TRACES_SAMPLER"):
-        provider = TracerProvider(resource=resource, sampler=ALWAYS_OFF)
-    else:
-        provider = TracerProvider(resource=resource)
+    settings = trace_settings(service_name, env)
+    for problem in settings.problems:
+        log.warning("tracing setting ignored", problem=problem)
+    resource = Resource.create({SERVICE_NAME: settings.service_name})
+    processors: list[SpanProcessor] = []
     if exporter is not None:
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-    elif otlp is not None:
-        provider.add_span_processor(BatchSpanProcessor(otlp))
+        processors.append(SimpleSpanProcessor(exporter))
+    else:
+        if OTLP in settings.exporters and (otlp := _otlp_exporter(settings.protocol)) is not None:
+            processors.append(BatchSpanProcessor(otlp))
+        if CONSOLE in settings.exporters:
+            # stderr: a CLI's stdout is its output, and a service's goes to the same log file anyway
+            processors.append(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+    records = bool(processors) or settings.sampler_requested
+    provider = TracerProvider(resource=resource, sampler=settings.sampler if records else ALWAYS_OFF)
+    for processor in processors:
+        provider.add_span_processor(processor)
     if set_global:
         trace.set_tracer_provider(provider)
     return provider
 
 
-def _otlp_exporter(env: Mapping[str, str]) -> SpanExporter | None:
-    if not env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
-        return None
-    protocol = env.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-    module_name = _OTLP_EXPORTERS.get(protocol)
-    if module_name is None:
-        log.warning("unknown OTLP protocol, traces are not exported", protocol=protocol)
-        return None
+def exports_traces(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the environment asks for traces to be exported (so that a short-lived process, the CLI,
+    sets tracing up only then)."""
+    return trace_settings("", env).exports
+
+
+def _otlp_exporter(protocol: str) -> SpanExporter | None:
+    module_name, package = _OTLP_EXPORTERS[protocol]
     try:
         module = importlib.import_module(module_name)
     except ImportError:
         log.warning(
-            "OTEL_EXPORTER_OTLP_ENDPOINT is set but no OTLP exporter is installed; traces are not exported",
-            package=module_name,
+            "OTLP export asked for but its exporter is not installed; traces are not exported",
+            package=package,
         )
         return None
     exporter: SpanExporter = module.OTLPSpanExporter()  # reads the endpoint and headers from the environment

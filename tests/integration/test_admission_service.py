@@ -381,7 +381,7 @@ async def test_the_service_process_serves_health_metrics_and_the_api_and_stops_o
         answer = await request(bus, "apply", job_yaml())
         assert answer["accepted"], answer
         _, metrics = await asyncio.to_thread(http_get, metrics_port, "/metrics")
-        assert b'lahar_admission_requests_total{verb="apply",result="accepted"} 1' in metrics
+        assert b'lahar_admission_requests_total{result="accepted",verb="apply"} 1.0' in metrics
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 30) == 0
     finally:

@@ -180,6 +180,7 @@ async def test_a_job_runs_to_completion_and_its_objects_show_in_the_read_model(
     assert (podgroup.status.phase, podgroup.status.succeeded, podgroup.min_member) == ("Inqueue", 3, 3)
     completed = jc.registry.get("volcano_job_completed_phase_count")
     assert completed.labels(f"{NS}/train", "default").value == 1
+    assert jc.registry.get("volcano_controller_job_to_pod_creation_latency_milliseconds").count == 3
 
 
 async def test_a_forged_job_status_without_counts_is_quarantined_and_the_job_controller_goes_on(

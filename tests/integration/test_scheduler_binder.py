@@ -194,8 +194,13 @@ async def test_replicas_share_the_podgroups_and_place_each_gang_once(
     await eventually(lambda: _unschedulable(bus, "default/huge"), what="huge marked Unschedulable")
     # it says it can never fit (no node has 9 cpus), and the replica that owns it, only that one, counts it
     assert await _unschedulable_reason(bus, "default/huge") == "NeverFits"
-    counted = [r.sched_metrics.podgroups_pending.labels("default", "NeverFits").value for r in replicas]
-    assert sorted(counted) == [0.0, 1.0]
+    counted = [r.series.pending.counts().get(("default", "NeverFits"), 0) for r in replicas]
+    assert sorted(counted) == [0, 1]
+    owner = replicas[counted.index(1)]
+    assert (
+        'lahar_podgroup_pending{queue="default",reason="NeverFits"} 1.0'
+        in owner.sched_metrics.registry.render()
+    )
     for name in fitting:
         seqs = [e.seq for e in bound if e.key.startswith(f"default/{name}-")]
         assert seqs[1] == seqs[0] + 1  # a gang lands in one batch

@@ -154,7 +154,10 @@ def test_a_reclaimed_pod_restarts_its_job_and_counts_a_retry(capsys: pytest.Capt
     report = scenario(capsys, "evicted-restart.yaml", "--conf", str(RECLAIM_CONF))
     assert report["evictions"] == ["default/victim-main-0"]
     (evicting,) = events(report, "PodEvicting", "victim-main-0")
-    assert (evicting["time"], evicting["payload"]["reason"]) == (30.0, "reclaim")
+    assert (evicting["time"], evicting["payload"]["reason"]) == (
+        30.0,
+        "reclaim: for default/reclaimer-main-0 (job default/reclaimer, queue test2)",
+    )
     (restart,) = [
         e for e in events(report, "JobStatusChanged", "victim") if e["payload"]["phase"] == "Restarting"
     ]

@@ -104,7 +104,11 @@ def pod(
     tolerations: Sequence[Toleration] = (),
     preemption_policy: str = "",
     deleting: bool = False,
+    started: float | None = None,
+    nominated: str = "",
 ) -> Pod:
+    """`started`: when it started running (its status' startTime); `nominated`: the node a preemption
+    reserved room on for it (its status' nominatedNodeName)."""
     requests: dict[str, Any] = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -137,7 +141,11 @@ def pod(
             priority_class_name=priority_class,
             preemption_policy=preemption_policy,
         ),
-        status=PodStatus(phase=phase or ("Running" if node_name else "Pending")),
+        status=PodStatus(
+            phase=phase or ("Running" if node_name else "Pending"),
+            start_time=started,
+            nominated_node_name=nominated,
+        ),
     )
 
 
@@ -235,9 +243,13 @@ def conf(
     return parse_conf(yaml.safe_dump(doc))
 
 
-def session(objects: Iterable[Any], scheduler_conf: SchedulerConf, *, seed: int = 0) -> Session:
-    return Session(ClusterSnapshot.from_objects(objects), scheduler_conf, seed=seed)
+def session(
+    objects: Iterable[Any], scheduler_conf: SchedulerConf, *, seed: int = 0, now: float = 0.0
+) -> Session:
+    return Session(ClusterSnapshot.from_objects(objects), scheduler_conf, seed=seed, now=now)
 
 
-def run(objects: Iterable[Any], scheduler_conf: SchedulerConf, *, seed: int = 0) -> SessionResult:
-    return session(objects, scheduler_conf, seed=seed).run()
+def run(
+    objects: Iterable[Any], scheduler_conf: SchedulerConf, *, seed: int = 0, now: float = 0.0
+) -> SessionResult:
+    return session(objects, scheduler_conf, seed=seed, now=now).run()

@@ -173,7 +173,12 @@ EXAMPLES: Mapping[str, payloads.Payload] = {
     "QueueStateChanged": payloads.QueueStateChanged(state="Closing"),
     # binder
     "PodBound": payloads.PodBound(node="node-1", plan=_PLAN),
-    "PodEvicting": payloads.PodEvicting(node="node-1", reason="preempt", plan=_PLAN),
+    "PodEvicting": payloads.PodEvicting(
+        node="node-1", reason="preempt: for default/high-0 (job default/high, priority 100)", plan=_PLAN
+    ),
+    "PodNominated": payloads.PodNominated(
+        node="node-1", reason="preempt: evicting default/low-0 on node-1", plan=_PLAN
+    ),
     "PodGroupStatusChanged": payloads.PodGroupStatusChanged(
         phase="Pending", conditions=(_CONDITION,), running=0, succeeded=0, failed=0, plan=_PLAN
     ),

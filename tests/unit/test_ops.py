@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.ops_allowlist import NOT_YET_EXPORTED
+from support.prometheus_server import configured_rule_files
+from support.promql import parse_query
 
 from services.admission.service import AdmissionMetrics
 from services.binder.metrics import BinderMetrics
@@ -30,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "ops"
 PROMETHEUS = OPS / "prometheus" / "prometheus.yml"
 ALERTS = OPS / "prometheus" / "alerts.yml"
+RULES = OPS / "prometheus" / "rules-seed.yml"  # recording rules: seed 000's live figures
 DASHBOARD = OPS / "grafana" / "lahar-overview.json"
 RUNBOOKS = OPS / "runbooks"
 COMPOSE = ROOT / "deploy" / "compose" / "docker-compose.yaml"
@@ -66,7 +70,7 @@ def _name_pattern(node: ast.expr) -> re.Pattern[str] | None:
         return re.compile(re.escape(node.value))
     if isinstance(node, ast.JoinedStr):
         parts = [
-            re.escape(v.value) if isinstance(v, ast.Constant) else "[a-z]+"
+            re.escape(v.value) if isinstance(v, ast.Constant) else "[a-z_]+"
             for v in node.values
             if isinstance(v, ast.Constant | ast.FormattedValue)
         ]
@@ -101,6 +105,13 @@ def _labels(call: ast.Call, tree: ast.Module, where: str) -> frozenset[str]:
     return labels
 
 
+def _scraped_kind(call: ast.Call) -> str:
+    """A family read at scrape time (Registry.scraped) is a gauge unless its kind says counter."""
+    given = call.args[3] if len(call.args) > 3 else None
+    given = next((k.value for k in call.keywords if k.arg == "kind"), given)
+    return given.value if isinstance(given, ast.Constant) else "gauge"
+
+
 @cache
 def registered() -> tuple[Family, ...]:
     families = []
@@ -110,21 +121,31 @@ def registered() -> tuple[Family, ...]:
             if not (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
-                and call.func.attr in ("counter", "gauge", "histogram")
+                and call.func.attr in ("counter", "gauge", "histogram", "scraped")
                 and call.args
             ):
                 continue
             name = _name_pattern(call.args[0])
             if name is not None:
                 where = f"{path.relative_to(ROOT)}:{call.lineno}"
-                families.append(Family(name, call.func.attr, _labels(call, tree, where), where))
+                kind = call.func.attr if call.func.attr != "scraped" else _scraped_kind(call)
+                families.append(Family(name, kind, _labels(call, tree, where), where))
     return tuple(families)
 
 
 def exported_labels(series: str) -> frozenset[str] | None:
     """The labels a query may select on for the series name, or None when nothing exports it."""
+    return recorded().get(series) or scraped_labels(series)
+
+
+def scraped_labels(series: str) -> frozenset[str] | None:
+    """The labels of a series a scrape brings (the services' own and the target's), None if none does."""
     if series in SYNTHETIC:
         return SYNTHETIC[series]
+    return _code_labels(series)
+
+
+def _code_labels(series: str) -> frozenset[str] | None:
     for family in registered():
         labels = family.exposed(series)
         if labels is not None:
@@ -132,49 +153,36 @@ def exported_labels(series: str) -> frozenset[str] | None:
     return None
 
 
+@cache
+def recorded() -> dict[str, frozenset[str]]:
+    return recorded_in(tuple(configured_rule_files()))
+
+
+def recorded_in(paths: tuple[Path, ...]) -> dict[str, frozenset[str]]:
+    """The series the recording rules in these files make, with the labels they keep: the grouping of an
+    aggregating expression (by its own scan, so approximate for `without`), else its selectors' labels;
+    plus the rule's own labels."""
+    found: dict[str, frozenset[str]] = {}
+    for path in paths:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                if "record" not in rule:
+                    continue
+                query = parse_query(rule["expr"])
+                kept = query.grouping or frozenset().union(
+                    *(found.get(s.name) or scraped_labels(s.name) or frozenset() for s in query.selectors)
+                )
+                found[rule["record"]] = kept | frozenset(rule.get("labels", {}))
+    return found
+
+
 # --- what ops/ queries ---------------------------------------------------------------------------------
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
-_GRAFANA_VARIABLE = re.compile(r"\$\{?\w+\}?")
-_RANGE = re.compile(r"\[[^\]]*\]")
-_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)")
-_SELECTOR = re.compile(r"(?<![\w.:])([a-zA-Z_:][\w:]*)?\s*(\{[^}]*\})?")
-_MATCHER_LABEL = re.compile(r"([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)")
-_KEYWORDS = frozenset(
-    ("and", "or", "unless", "offset", "bool", "by", "without", "on", "ignoring", "group_left", "group_right")
-)
-
-
-@dataclass(frozen=True)
-class Query:
-    selectors: tuple[tuple[str, frozenset[str]], ...]  # metric name, labels its matchers use
-    grouping: frozenset[str]  # labels named in by/without/on/ignoring/group_* clauses
-
-
-def parse_query(expr: str) -> Query:
-    """The metric selectors of a PromQL expression (Grafana variables allowed), by a small scanner:
-    strings, ranges and grouping clauses are cut out, then a name not followed by `(` is a metric."""
-    text = _STRING.sub('""', expr)
-    text = _GRAFANA_VARIABLE.sub("1", text)
-    text = _RANGE.sub(" ", text)
-    grouping = frozenset(
-        label for clause in _GROUPING.findall(text) for label in re.findall(r"[a-zA-Z_]\w*", clause)
-    )
-    text = _GROUPING.sub(" ", text)
-    selectors = []
-    for match in _SELECTOR.finditer(text):
-        name, block = match.group(1), match.group(2)
-        if not name and not block:
-            continue
-        if not name:
-            raise AssertionError(f"a selector without a metric name in {expr!r}")
-        if name in _KEYWORDS or (not block and text[match.end() :].lstrip().startswith("(")):
-            continue
-        selectors.append((name, frozenset(_MATCHER_LABEL.findall(block or ""))))
-    return Query(tuple(selectors), grouping)
-
-
 def alert_rules() -> list[dict]:
     return [rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
+
+
+def recording_rules() -> list[dict]:
+    return [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
 
 
 def dashboard() -> dict:
@@ -197,14 +205,22 @@ def dashboard_queries() -> list[tuple[str, str]]:
     return queries
 
 
-ALL_QUERIES = [(f"alert {r['alert']}", r["expr"]) for r in alert_rules()] + dashboard_queries()
+ALL_QUERIES = (
+    [(f"alert {r['alert']}", r["expr"]) for r in alert_rules()]
+    + [(f"recording rule {r['record']}", r["expr"]) for r in recording_rules()]
+    + dashboard_queries()
+)
 
 
 def query_problems(expr: str) -> list[str]:
     query = parse_query(expr)
     assert query.selectors, f"no metric in {expr!r}"
     problems, available = [], set(TARGET_LABELS)
-    for name, matched in query.selectors:
+    awaited = [s.name for s in query.selectors if s.name in NOT_YET_EXPORTED]
+    for selector in query.selectors:
+        name, matched = selector.name, selector.labels
+        if name in awaited:
+            continue
         labels = exported_labels(name)
         if labels is None:
             problems.append(f"{name} is not exported by any service")
@@ -212,7 +228,8 @@ def query_problems(expr: str) -> list[str]:
         available |= labels
         if matched - labels:
             problems.append(f"{name} has no label(s) {sorted(matched - labels)}")
-    if not problems and query.grouping - available:
+    # an awaited series' labels are not known yet: the grouping is checked once it is exported
+    if not problems and not awaited and query.grouping - available:
         problems.append(f"grouping by label(s) no selected metric has: {sorted(query.grouping - available)}")
     return problems
 
@@ -224,23 +241,25 @@ def local_variant() -> str:
 
 
 def test_the_files_parse() -> None:
-    for path in (PROMETHEUS, ALERTS):
+    for path in (PROMETHEUS, ALERTS, RULES):
         assert isinstance(yaml.safe_load(path.read_text()), dict), path
     local = yaml.safe_load(local_variant())
-    assert local["scrape_configs"] and local["rule_files"] == ["alerts.yml"]
+    assert local["scrape_configs"] and local["rule_files"] == ["alerts.yml", "rules-seed.yml"]
     assert dashboard()["panels"]
     assert alert_rules()
 
 
 def test_the_scan_finds_what_the_metric_classes_register() -> None:
     registry = Registry()
-    SchedulerMetrics(registry)
+    SchedulerMetrics(registry).export(dict)
     BinderMetrics(registry)
     AdmissionMetrics(registry)
     RunnerMetrics(registry, "svc")
-    live = dict(re.findall(r"^# TYPE (\S+) (\S+)$", registry.render(), re.MULTILINE))
-    scanned = {f.name.pattern.replace("\\", ""): f.kind for f in registered()}
-    assert live.items() <= scanned.items()
+    live = re.findall(r"^# TYPE (\S+) (\S+)$", registry.render(), re.MULTILINE)
+    assert len(live) > 40
+    for name, kind in live:
+        kind = "counter" if kind == "untyped" else kind  # a counter not named *_total is exposed untyped
+        assert any(f.name.fullmatch(name) and f.kind == kind for f in registered()), (name, kind)
     # f-string names and labels given by a variable are read too
     assert exported_labels("volcano_queue_pod_group_pending_count") == {"queue_name"} | TARGET_LABELS
     assert exported_labels("volcano_job_failed_phase_count") == {"job_name", "queue_name"} | TARGET_LABELS
@@ -248,7 +267,47 @@ def test_the_scan_finds_what_the_metric_classes_register() -> None:
         exported_labels("lahar_runner_reconcile_duration_seconds_bucket") == {"service", "le"} | TARGET_LABELS
     )
     assert exported_labels("lahar_runner_reconcile_duration_seconds") is None
-    assert exported_labels("volcano_queue_allocated_milli_cpu") is None
+    assert exported_labels("volcano_queue_allocated_milli_cpu") == {"queue_name"} | TARGET_LABELS
+    assert (
+        exported_labels("volcano_queue_real_capacity_scalar_resources")
+        == {
+            "queue_name",
+            "resource",
+        }
+        | TARGET_LABELS
+    )
+    assert exported_labels("lahar_no_such_series") is None
+
+
+def test_recorded_series_are_read_from_the_rule_files(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text(
+        yaml.safe_dump(
+            {
+                "groups": [
+                    {
+                        "name": "g",
+                        "rules": [
+                            {
+                                "record": "a:by_queue",
+                                "expr": "sum by (queue_name) (volcano_queue_pod_group_pending_count)",
+                            },
+                            {
+                                "record": "a:rate",
+                                "expr": "rate(volcano_schedule_attempts_total[1m])",
+                                "labels": {"k": "v"},
+                            },
+                            {"alert": "NotARecord", "expr": "up == 0"},
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    assert recorded_in((rules,)) == {
+        "a:by_queue": {"queue_name"},
+        "a:rate": {"result", "k"} | TARGET_LABELS,
+    }
 
 
 def test_the_query_scanner() -> None:
@@ -256,13 +315,28 @@ def test_the_query_scanner() -> None:
         'histogram_quantile(0.99, sum by (instance, le) (rate(a_bucket{x="y}", z=~"$q"}[$__rate_interval])))'
         ' / on (job) group_left b offset 5m > 1e3 and c unless d{e!="f"} offset $__range'
     )
-    assert query.selectors == (("a_bucket", {"x", "z"}), ("b", set()), ("c", set()), ("d", {"e"}))
+    assert [(s.name, s.labels) for s in query.selectors] == [
+        ("a_bucket", {"x", "z"}),
+        ("b", set()),
+        ("c", set()),
+        ("d", {"e"}),
+    ]
+    assert [s.text for s in query.selectors] == ['a_bucket{x="y}", z=~"$q"}', "b", "c", 'd{e!="f"}']
+    ranged = parse_query("sum(rate(x_total[5m])) / y {a='b'}")
+    assert [s.text for s in ranged.selectors] == ["x_total", "y {a='b'}"]
     assert query.grouping == {"instance", "le", "job"}
 
 
 @pytest.mark.parametrize(("where", "expr"), ALL_QUERIES, ids=[w for w, _ in ALL_QUERIES])
 def test_every_queried_metric_is_exported(where: str, expr: str) -> None:
     assert query_problems(expr) == [], f"{where}: {expr}"
+
+
+def test_the_awaited_series_are_not_exported_yet() -> None:
+    exported = sorted(name for name in NOT_YET_EXPORTED if exported_labels(name) is not None)
+    assert not exported, (
+        f"exported now: remove them from NOT_YET_EXPORTED (tests/support/ops_allowlist.py): {exported}"
+    )
 
 
 def test_every_alert_has_its_own_runbook() -> None:
@@ -287,7 +361,7 @@ def test_every_alert_has_a_severity_and_a_summary() -> None:
 
 def test_prometheus_scrapes_every_lahar_service_of_the_compose_topology() -> None:
     config = yaml.safe_load(PROMETHEUS.read_text())
-    assert [ALERTS.parent / f for f in config["rule_files"]] == [ALERTS]
+    assert [ALERTS.parent / f for f in config["rule_files"]] == [ALERTS, RULES]
     targets = set()
     for job in config["scrape_configs"]:
         for static in job.get("static_configs", []):
@@ -328,11 +402,13 @@ def test_promtool_accepts_the_config_and_the_rules(tmp_path: Path) -> None:
         pytest.skip("promtool (Prometheus) is not installed")
     (tmp_path / "prometheus.yml").write_text(local_variant())
     shutil.copy(ALERTS, tmp_path / "alerts.yml")
+    shutil.copy(RULES, tmp_path / "rules-seed.yml")
     (tmp_path / "lahar-targets.json").write_text("[]")
     for args in (
         ["check", "config", str(PROMETHEUS)],
         ["check", "config", str(tmp_path / "prometheus.yml")],
         ["check", "rules", str(ALERTS)],
+        ["check", "rules", str(RULES)],
     ):
         result = subprocess.run([promtool, *args], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stdout + result.stderr

@@ -1,6 +1,6 @@
-"""mypy's configuration in pyproject.toml. "Strict on contracts/, shared/ and every core/" has to be spelt out
-flag by flag in an override section (`strict = true` there would switch strict mode on for every module),
-so the list must keep up with what --strict means in the mypy the project installs."""
+"""mypy's configuration in pyproject.toml. "Strict on contracts/, shared/, every core/ and ops/" has to be
+spelt out flag by flag in an override section (`strict = true` there would switch strict mode on for every
+module), so the list must keep up with what --strict means in the mypy the project installs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from mypy.main import define_options
 
 ROOT = Path(__file__).resolve().parents[2]
-STRICT_MODULES = ["contracts.*", "shared.*", "services.*.core.*"]
+STRICT_MODULES = ["contracts.*", "shared.*", "services.*.core.*", "ops.*"]
 
 
 def _mypy_config() -> dict[str, Any]:

@@ -90,6 +90,21 @@ def plan_outputs(plan: PlanMessage) -> list[Output]:
                 batch=pid,
             )
         )
+    for reservation in plan.reservations:
+        namespace, name = split_key(reservation.task)
+        outputs.append(
+            Output(
+                type="PodNominated",
+                kind="pod",
+                namespace=namespace,
+                name=name,
+                id=deterministic_id(BINDER, "PodNominated", reservation.task, reservation.node, pid),
+                correlation_id=reservation.job,
+                payload=payloads.PodNominated(node=reservation.node, reason=reservation.reason, plan=pid),
+                causation_id=pid,
+                batch=pid,
+            )
+        )
     for key, update in plan.podgroups.items():
         namespace, name = split_key(key)
         outputs.append(
@@ -212,7 +227,7 @@ class BinderCore:
     def _check(self, state: BinderState, plan: PlanMessage, now: float) -> Verdict:
         """The ledger's verdict, and no binds to a node that went silent and is not yet marked NotReady;
         and a plan too large to commit atomically is refused rather than half committed."""
-        events = len(plan.binds) + len(plan.evictions) + len(plan.podgroups)
+        events = len(plan.binds) + len(plan.evictions) + len(plan.reservations) + len(plan.podgroups)
         if events > self.max_plan_events:
             reason = f"plan of {events} events; at most {self.max_plan_events} commit atomically"
             return Verdict(False, reason, state.ledger.seq)

@@ -2,9 +2,12 @@
 
 Usage is derived from each pod's record: a pod on a node in an active phase uses that node's resources
 and one of its pod slots; one that is also not terminating counts in its queue's allocation (as in the
-scheduler, whose idle and queue figures leave Releasing pods out). Every change removes the pod's old
-contribution and adds the new one, so folding the same fact twice (the binder's optimistic application
-of its own outputs, then the same event from the log) changes nothing the second time.
+scheduler, whose idle and queue figures leave Releasing pods out), and a terminating one counts in the
+node's `releasing` too (what the node will have back once it stopped). A pending pod nominated to a node
+(PodNominated: room a preemption freed for it) holds that room in the node's `reserved`, and a future pod
+slot, until it is bound. Every change removes the pod's old contribution and adds the new one, so
+folding the same fact twice (the binder's optimistic application of its own outputs, then the same event
+from the log) changes nothing the second time.
 """
 
 from __future__ import annotations
@@ -38,6 +41,19 @@ class NodeEntry:
     # seqs of the events that last made it Ready and NotReady: they name liveness facts (output ids)
     ready_seq: int = 0
     not_ready_seq: int = 0
+    releasing: dict[str, int] = field(default_factory=dict)  # requests of its terminating pods
+    terminating: set[str] = field(default_factory=set)  # keys of its terminating pods
+    reserved: dict[str, int] = field(default_factory=dict)  # requests of the pods nominated to it
+    reservations: set[str] = field(default_factory=set)  # keys of the pods nominated to it
+
+    def future_room(self, dim: str) -> int:
+        """What is left of `dim` once its terminating pods stopped and its reservations are bound."""
+        in_use = self.used.get(dim, 0) - self.releasing.get(dim, 0) + self.reserved.get(dim, 0)
+        return self.allocatable.get(dim, 0) - in_use
+
+    def future_pods(self) -> int:
+        """Pod slots taken once its terminating pods stopped and its reservations are bound."""
+        return len(self.pods) - len(self.terminating) + len(self.reservations)
 
 
 @dataclass(slots=True)
@@ -48,10 +64,16 @@ class PodEntry:
     node: str = ""
     phase: str = "Pending"
     terminating: bool = False
+    nominated: str = ""  # the node whose room is reserved for it (PodNominated), until it is bound
 
     @property
     def on_node(self) -> bool:
         return bool(self.node) and self.phase not in FINISHED_PHASES
+
+    @property
+    def reserving(self) -> bool:
+        """It holds its nominated node's room: pending, unbound and not being deleted."""
+        return bool(self.nominated) and not self.node and self.phase == "Pending" and not self.terminating
 
     @property
     def allocated(self) -> bool:
@@ -107,12 +129,24 @@ def _account(ledger: Ledger, key: str, pod: PodEntry, sign: int) -> None:
         node = ledger.nodes.get(pod.node)
         if node is not None:
             _add(node.used, pod.requests, sign)
-            if sign > 0:
-                node.pods.add(key)
-            else:
-                node.pods.discard(key)
+            _member(node.pods, key, sign)
+            if pod.terminating:
+                _add(node.releasing, pod.requests, sign)
+                _member(node.terminating, key, sign)
+    if pod.reserving:
+        node = ledger.nodes.get(pod.nominated)
+        if node is not None:
+            _add(node.reserved, pod.requests, sign)
+            _member(node.reservations, key, sign)
     if pod.allocated:
         _add(ledger.queue_allocated.setdefault(pod.queue, {}), pod.requests, sign)
+
+
+def _member(keys: set[str], key: str, sign: int) -> None:
+    if sign > 0:
+        keys.add(key)
+    else:
+        keys.discard(key)
 
 
 def _add(total: dict[str, int], requests: Mapping[str, int], sign: int) -> None:
@@ -141,6 +175,7 @@ def _change_pod(*, places: bool = False, **changes: Any) -> Handler:
         if places:
             assert isinstance(data, payloads.PodBound), f"a {type(data).__name__} does not place a pod"
             pod.node = data.node
+            pod.nominated = ""  # bound: its reservation, wherever it was, is used or void
         for name, value in changes.items():
             setattr(pod, name, value)
         _account(ledger, key, pod, +1)
@@ -174,6 +209,17 @@ def _pod_terminated(ledger: Ledger, key: str, data: Payload) -> None:
     pod = ledger.pods.get(key)
     if pod is not None and pod.node == payloads.named_node(data):
         _set_pod(ledger, key, None)
+
+
+def _pod_nominated(ledger: Ledger, key: str, data: Payload) -> None:
+    """A new nomination replaces the pod's earlier one; a pod bound or gone meanwhile keeps none."""
+    pod = ledger.pods.get(key)
+    assert isinstance(data, payloads.PodNominated), f"a {type(data).__name__} nominates no node"
+    if pod is None or pod.node:
+        return
+    _account(ledger, key, pod, -1)
+    pod.nominated = data.node
+    _account(ledger, key, pod, +1)
 
 
 def _pod_created(ledger: Ledger, key: str, data: Payload) -> None:
@@ -229,6 +275,7 @@ _FACTS: Mapping[str, Handler] = {
     # the node's processes are gone with it (Kubernetes' pod GC marks such pods Failed, NodeLost)
     "PodLost": _report(phase="Failed"),
     "PodEvicting": _change_pod(terminating=True),
+    "PodNominated": _pod_nominated,
     "PodDeletionRequested": _change_pod(terminating=True),
     "PodTerminated": _pod_terminated,
 }
@@ -288,7 +335,7 @@ def ledger_to_plain(ledger: Ledger) -> dict[str, Any]:
 
 
 def ledger_from_plain(data: Mapping[str, Any]) -> Ledger:
-    return Ledger(
+    ledger = Ledger(
         seq=data["seq"],
         nodes={name: _node_from_row(row) for name, row in data["nodes"].items()},
         pods={key: PodEntry(*row) for key, row in data["pods"].items()},
@@ -296,6 +343,24 @@ def ledger_from_plain(data: Mapping[str, Any]) -> Ledger:
         capabilities={q: dict(caps) for q, caps in data["capabilities"].items()},
         queue_allocated={q: dict(total) for q, total in data["queue_allocated"].items()},
     )
+    _derive_future(ledger)
+    return ledger
+
+
+def _derive_future(ledger: Ledger) -> None:
+    """Rebuild the nodes' releasing and reserved sums from the pods (a checkpoint written before they
+    were kept has none)."""
+    for node in ledger.nodes.values():
+        node.releasing, node.terminating, node.reserved, node.reservations = {}, set(), {}, set()
+    for key, pod in ledger.pods.items():
+        stopping = ledger.nodes.get(pod.node) if pod.on_node and pod.terminating else None
+        if stopping is not None:
+            _add(stopping.releasing, pod.requests, 1)
+            stopping.terminating.add(key)
+        nominated = ledger.nodes.get(pod.nominated) if pod.reserving else None
+        if nominated is not None:
+            _add(nominated.reserved, pod.requests, 1)
+            nominated.reservations.add(key)
 
 
 def _row(entry: Any) -> list[Any]:
@@ -305,4 +370,6 @@ def _row(entry: Any) -> list[Any]:
 def _node_from_row(row: list[Any]) -> NodeEntry:
     entry = NodeEntry(*row)
     entry.pods = set(entry.pods)
+    entry.terminating = set(entry.terminating)
+    entry.reservations = set(entry.reservations)
     return entry

@@ -103,6 +103,10 @@ class LiveObjects:
     def live_pods(self) -> tuple[Pod, ...]:
         return self._tuple("pods")
 
+    def finished(self, key: str) -> bool:
+        """Has the PodGroup `key` finished (left the snapshot while still readable here)?"""
+        return key in self._finished_groups
+
     def live_podgroups(self) -> tuple[PodGroup, ...]:
         return self._tuple("podgroups")
 

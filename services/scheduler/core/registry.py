@@ -19,6 +19,7 @@ _PLUGIN_PATHS = {
     "priority": "services.scheduler.core.plugins.priority:PriorityPlugin",
     "gang": "services.scheduler.core.plugins.gang:GangPlugin",
     "conformance": "services.scheduler.core.plugins.conformance:ConformancePlugin",
+    "cdp": "services.scheduler.core.plugins.cdp:CooldownProtectionPlugin",
     "drf": "services.scheduler.core.plugins.drf:DrfPlugin",
     "proportion": "services.scheduler.core.plugins.proportion:ProportionPlugin",
     "capacity": "services.scheduler.core.plugins.capacity:CapacityPlugin",

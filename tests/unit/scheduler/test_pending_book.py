@@ -1,5 +1,5 @@
-"""A replica's book of its waiting PodGroups (services/scheduler/pending_book.py) and the metrics made
-from it: counted once, by the owner, until a session, the ring or a deletion says otherwise."""
+"""A replica's book of its waiting PodGroups (services/scheduler/pending_book.py) and the series read from
+it at scrape time: counted once, by the owner, until a session, the ring or a deletion says otherwise."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from contracts.pending import INSUFFICIENT_CLUSTER_CAPACITY, INSUFFICIENT_QUEUE_
 from contracts.resources import Resources
 from services.scheduler.core.framework.plan import PendingSummary, PodGroupUpdate, SessionResult
 from services.scheduler.metrics import SchedulerMetrics
-from services.scheduler.pending_book import PendingBook
+from services.scheduler.pending_book import PendingBook, pending_series
 from shared.telemetry.metrics import Registry
 
 UPDATE = PodGroupUpdate(phase="Inqueue", conditions=(), running=0, succeeded=0, failed=0)
@@ -49,20 +49,20 @@ def test_counts_and_what_the_cluster_lacks() -> None:
     assert book.missing() == {("q1", "cpu"): 6.0, ("q1", "nvidia.com/gpu"): 4.0}
 
 
-def test_the_gauges_follow_the_book_and_drop_to_zero() -> None:
+def test_the_series_follow_the_book() -> None:
+    # read at scrape time from the book, as the replica exports them: a PodGroup that stops waiting
+    # takes its series with it
     registry = Registry()
-    metrics = SchedulerMetrics(registry)
     book = PendingBook()
+    SchedulerMetrics(registry).export(lambda: pending_series(book))
     book.update(result({"ns/a": SHORT, "ns/c": QUOTA}), lambda key: True)
-    metrics.pending(book)
     text = registry.render()
-    assert 'lahar_podgroup_pending{queue="q1",reason="InsufficientClusterCapacity"} 1' in text
-    assert 'lahar_podgroup_pending{queue="q1",reason="InsufficientQueueQuota"} 1' in text
-    assert 'lahar_podgroup_missing_resource{queue="q1",resource="cpu"} 3' in text
-    assert 'lahar_podgroup_missing_resource{queue="q1",resource="nvidia.com/gpu"} 2' in text
+    assert 'lahar_podgroup_pending{queue="q1",reason="InsufficientClusterCapacity"} 1.0' in text
+    assert 'lahar_podgroup_pending{queue="q1",reason="InsufficientQueueQuota"} 1.0' in text
+    assert 'lahar_podgroup_missing_resource{queue="q1",resource="cpu"} 3.0' in text
+    assert 'lahar_podgroup_missing_resource{queue="q1",resource="nvidia.com/gpu"} 2.0' in text
     book.update(result({}, "ns/a"), lambda key: True)
-    metrics.pending(book)
     text = registry.render()
-    assert 'lahar_podgroup_pending{queue="q1",reason="InsufficientClusterCapacity"} 0' in text
-    assert 'lahar_podgroup_missing_resource{queue="q1",resource="cpu"} 0' in text
-    assert 'lahar_podgroup_pending{queue="q1",reason="InsufficientQueueQuota"} 1' in text
+    assert 'reason="InsufficientClusterCapacity"' not in text
+    assert "lahar_podgroup_missing_resource{" not in text
+    assert 'lahar_podgroup_pending{queue="q1",reason="InsufficientQueueQuota"} 1.0' in text

@@ -143,7 +143,7 @@ def _with(**changes: Any) -> dict[str, Any]:
         ),
         (_with(podgroups={"default/g": {"phase": "Inqueue", "conditions": [{}]}}), ["conditions[0]"]),
         (_with(podgroups={"": {"phase": "Inqueue"}}), ["podgroups"]),
-        (_with(binds=[], evictions=[], podgroups={}), ["no binds, evictions or podgroups"]),
+        (_with(binds=[], evictions=[], podgroups={}), ["no binds, evictions, reservations or podgroups"]),
         (["not", "a", "map"], ["plan: expected a map"]),
     ],
 )

@@ -94,16 +94,16 @@ def test_each_podgroup_keeps_the_trace_of_its_latest_creation_event() -> None:
 @pytest.mark.parametrize(
     ("owned", "expected"),
     [
-        (set(), SessionOutcome(0, 0, 0, 0)),
-        ({"default/fits"}, SessionOutcome(1, 1, 0, 0)),
-        ({"default/fits", "default/huge"}, SessionOutcome(2, 1, 1, 3)),
+        (set(), SessionOutcome(0, 0, 0)),
+        ({"default/fits"}, SessionOutcome(1, 1, 0)),
+        ({"default/fits", "default/huge"}, SessionOutcome(2, 1, 1)),
     ],
     ids=["nothing", "the-fitting-gang", "both"],
 )
 def test_session_outcome_counts_only_owned_podgroups(owned: set[str], expected: SessionOutcome) -> None:
     state = fold([node("n1", cpu=4), *gang("fits", 2), *gang("huge", 3, cpu=8)])
     snapshot = state.view.snapshot()
-    assert session_outcome(run_session(snapshot), snapshot, owned) == expected
+    assert session_outcome(run_session(snapshot), owned) == expected
 
 
 def test_a_checkpoint_remembers_which_jobs_are_final() -> None:

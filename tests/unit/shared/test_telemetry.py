@@ -4,10 +4,10 @@ current span, and W3C trace context carried by envelopes."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import io
 import json
 import logging
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +18,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from shared.bus.envelope import Envelope
 from shared.telemetry.logs import setup_logging
-from shared.telemetry.metrics import MetricsServer, Registry, exponential_buckets
+from shared.telemetry.metrics import (
+    MetricsServer,
+    Registry,
+    default_registry,
+    exponential_buckets,
+    exponential_buckets_range,
+)
 from shared.telemetry.tracing import (
     JOB_ATTRIBUTE,
     POD_ATTRIBUTE,
@@ -38,17 +44,55 @@ def test_counters_and_gauges_render_in_the_text_format() -> None:
     registry.gauge("volcano_unschedule_job_count", "Jobs that could not be scheduled").set(2.5)
     registry.gauge("lahar_odd_label", "help with \\ and\nnewline", ("v",)).labels('a"b\\c\nd').set(-1)
     assert registry.render() == (
-        "# HELP lahar_odd_label help with \\\\ and\\nnewline\n"
-        "# TYPE lahar_odd_label gauge\n"
-        'lahar_odd_label{v="a\\"b\\\\c\\nd"} -1\n'
         "# HELP volcano_schedule_attempts_total Scheduling attempts\n"
         "# TYPE volcano_schedule_attempts_total counter\n"
-        'volcano_schedule_attempts_total{result="error"} 1\n'
-        'volcano_schedule_attempts_total{result="scheduled"} 3\n'
+        'volcano_schedule_attempts_total{result="scheduled"} 3.0\n'
+        'volcano_schedule_attempts_total{result="error"} 1.0\n'
         "# HELP volcano_unschedule_job_count Jobs that could not be scheduled\n"
         "# TYPE volcano_unschedule_job_count gauge\n"
         "volcano_unschedule_job_count 2.5\n"
+        "# HELP lahar_odd_label help with \\\\ and\\nnewline\n"
+        "# TYPE lahar_odd_label gauge\n"
+        'lahar_odd_label{v="a\\"b\\\\c\\nd"} -1.0\n'
     )
+
+
+def test_a_counter_not_named_total_keeps_its_name() -> None:
+    """Volcano's volcano_job_retry_counts: prometheus-client would expose it as ..._counts_total."""
+    registry = Registry()
+    retries = registry.counter("volcano_job_retry_counts", "Retries", ("job_id",))
+    retries.labels("ns/a").inc(2)
+    assert registry.render() == (
+        "# HELP volcano_job_retry_counts Retries\n"
+        "# TYPE volcano_job_retry_counts untyped\n"
+        'volcano_job_retry_counts{job_id="ns/a"} 2.0\n'
+    )
+    assert retries.labels("ns/a").value == 2
+    retries.remove("ns/a")
+    assert "ns/a" not in registry.render()
+
+
+def test_scraped_families_read_their_sources_at_each_scrape() -> None:
+    registry = Registry()
+    shares = {"q1": 0.5}
+    family = registry.scraped("volcano_queue_share", "Share", ("queue_name",))
+    family.source(lambda: [((q,), v) for q, v in shares.items()])
+    assert registry.scraped("volcano_queue_share", "Share", ("queue_name",)) is family
+    assert 'volcano_queue_share{queue_name="q1"} 0.5' in registry.render()
+    shares = {"q2": 1.0}
+    text = registry.render()
+    assert 'volcano_queue_share{queue_name="q2"} 1.0' in text and "q1" not in text
+    registry.scraped("lahar_things_total", "Things", kind="counter").source(lambda: [((), 3)])
+    assert "# TYPE lahar_things_total counter\nlahar_things_total 3.0\n" in registry.render()
+    with pytest.raises(ValueError, match="scraped gauge"):
+        registry.scraped("volcano_queue_share", "Share", ("queue_name",), kind="counter")
+
+
+def test_the_process_wide_registry_has_the_process_metrics() -> None:
+    text = default_registry().render()
+    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "python_info"):
+        assert f"\n{name}" in text, name
+    assert "_created" not in text
 
 
 def test_histograms_render_cumulative_buckets() -> None:
@@ -61,19 +105,27 @@ def test_histograms_render_cumulative_buckets() -> None:
     for value in (0.5, 5, 7, 5000):
         latency.observe(value)
     assert registry.render().splitlines()[2:] == [
-        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="1"} 1',
-        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="10"} 3',
-        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="100"} 3',
-        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="+Inf"} 4',
+        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="1.0"} 1.0',
+        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="10.0"} 3.0',
+        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="100.0"} 3.0',
+        'volcano_e2e_scheduling_latency_milliseconds_bucket{le="+Inf"} 4.0',
+        "volcano_e2e_scheduling_latency_milliseconds_count 4.0",
         "volcano_e2e_scheduling_latency_milliseconds_sum 5012.5",
-        "volcano_e2e_scheduling_latency_milliseconds_count 4",
     ]
+    assert latency.count == 4
     per_action = registry.histogram("volcano_action_scheduling_latency_milliseconds", "", ("action",), (1.0,))
     per_action.labels("allocate").observe(2)
     assert (
-        'volcano_action_scheduling_latency_milliseconds_bucket{action="allocate",le="+Inf"} 1'
+        'volcano_action_scheduling_latency_milliseconds_bucket{action="allocate",le="+Inf"} 1.0'
         in registry.render()
     )
+
+
+def test_volcanos_bucket_ranges() -> None:
+    """Go's ExponentialBucketsRange(1, 5000, 20), Volcano's session latency buckets."""
+    buckets = exponential_buckets_range(1, 5000, 20)
+    assert len(buckets) == 20 and buckets[0] == 1 and math.isclose(buckets[-1], 5000)
+    assert math.isclose(buckets[1] / buckets[0], buckets[-1] / buckets[-2])
 
 
 @pytest.mark.parametrize(
@@ -84,11 +136,12 @@ def test_histograms_render_cumulative_buckets() -> None:
         (lambda r: r.histogram("h", "", ("le",)), "reserved"),
         (lambda r: r.gauge("lahar_x_total", ""), "already defined as a counter"),
         (lambda r: r.counter("lahar_x_total", "", ("other",)), "already defined"),
-        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels("a", "b"), "has labels"),
-        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels(wrong="a"), "has labels"),
-        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels("a").inc(-1), "only goes up"),
+        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels("a", "b"), "Incorrect label count"),
+        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels(wrong="a"), "Incorrect label names"),
+        (lambda r: r.counter("lahar_x_total", "", ("kind",)).labels("a").inc(-1), "non-negative"),
         (lambda r: r.histogram("lahar_h", "", (), (1.0, 1.0)), "distinct"),
         (lambda r: exponential_buckets(0, 2, 3), "start > 0"),
+        (lambda r: exponential_buckets_range(5, 1, 3), "0 < low < high"),
     ],
 )
 def test_invalid_definitions_are_refused(define: Any, error: str) -> None:
@@ -103,7 +156,7 @@ def test_defining_a_metric_again_returns_the_same_one() -> None:
     first = registry.counter("lahar_events_total", "Events", ("service",))
     first.labels("a").inc()
     assert registry.counter("lahar_events_total", "Events", ("service",)) is first
-    assert registry.get("lahar_events_total").labels("a").value == 1
+    assert registry.get("lahar_events_total").labels("a").value == 1  # type: ignore[union-attr]
 
 
 async def http_get(port: int, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
@@ -128,7 +181,7 @@ async def test_the_endpoint_serves_metrics_and_health() -> None:
         assert server.port > 0
         status, headers, body = await http_get(server.port, "/metrics")
         assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        assert b"lahar_requests_total 1\n" in body
+        assert b"lahar_requests_total 1.0\n" in body
         assert int(headers["Content-Length"]) == len(body)
 
         status, headers, body = await http_get(server.port, "/healthz?verbose=1")
@@ -246,21 +299,6 @@ def test_missing_or_invalid_context_starts_a_new_trace() -> None:
         with tracer.start_as_current_span("root", context=extract_context(carrier)) as span:
             assert span.parent is None
     assert not trace.get_current_span().get_span_context().is_valid
-
-
-def test_otlp_export_needs_the_exporter_package(log_stream: io.StringIO) -> None:
-    try:
-        importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
-        pytest.skip("the OTLP exporter is installed here")
-    except ImportError:
-        pass
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
-    provider = setup_tracing("x", set_global=False, env=env)
-    assert provider.resource.attributes["service.name"] == "x"
-    (line,) = lines(log_stream)
-    assert "no OTLP exporter is installed" in line["event"]
-    setup_tracing("x", set_global=False, env={})
-    assert len(lines(log_stream)) == 1  # no endpoint: nothing to say
 
 
 def test_without_an_exporter_spans_are_not_recorded_but_trace_ids_flow() -> None:

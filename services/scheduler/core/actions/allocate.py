@@ -10,6 +10,9 @@ Hard network-topology jobs are placed inside one HyperNode: each candidate domai
 first) is tried on a scratch statement, the best-scoring domain that makes the job ready or pipelined is
 replayed for real.
 
+Before anything else, room an earlier preemption reserved is turned into binds where it is free
+(reservations.py).
+
 Beyond Volcano: in a fifo queue (`dequeueStrategy: fifo`) a job that can be neither placed nor pipelined
 holds back the jobs behind it (actions/fifo.py); a queue that sits the session out as overused, and a task
 its queue's quota refuses, leave their refusal on the job for its pending reason.
@@ -24,11 +27,13 @@ import numpy as np
 
 from contracts.objects import PodGroupCondition
 from services.scheduler.core.actions.fifo import foreign_waiting, hold_back
+from services.scheduler.core.actions.reservations import bind_reserved
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.framework.statement import Op, Statement
+from services.scheduler.core.framework.stats import PREDICATE, SCORING
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskInfo
@@ -96,6 +101,7 @@ class AllocateAction(Action):
 
     def execute(self, ssn: Session) -> None:
         self.cache_errors = argument(self.arguments, "predicateErrorCacheEnable", True)
+        bind_reserved(ssn)
         queues, jobs_by_queue = pick_up_jobs(ssn)
         pending: dict[str, PriorityQueue[TaskInfo]] = {}
         while queues:
@@ -171,7 +177,9 @@ class AllocateAction(Action):
             if reason:
                 reasons = {reason: 0}
             else:
+                started = ssn.timer.tick()
                 fit = feasible_nodes(ssn, task, allowed=allowed)
+                ssn.timer.stage(PREDICATE, started)
                 reasons = fit.reasons
             if reason or not len(fit.candidates):
                 job.record_fit_errors(task, reasons)
@@ -179,7 +187,9 @@ class AllocateAction(Action):
                 if not need_continue_allocating(job, failed_roles):
                     break
                 continue
+            started = ssn.timer.tick()
             node = select_best_node(ssn, task, fit.candidates)
+            ssn.timer.stage(SCORING, started)
             if fits_idle(ssn, task, node):
                 stmt.allocate(task, node)
             else:

@@ -24,6 +24,7 @@ from services.scheduler.core.framework.placement import feasible_nodes, select_b
 from services.scheduler.core.framework.plan import Bind, Plan
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.framework.statement import Statement
+from services.scheduler.core.framework.stats import PREDICATE, SCORING
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
@@ -83,12 +84,17 @@ class BackfillAction(Action):
             if reason:
                 job.record_fit_errors(task, {reason: 0})
                 continue
+            started = ssn.timer.tick()
             fit = feasible_nodes(ssn, task, check_resources=False)
+            ssn.timer.stage(PREDICATE, started)
             if not len(fit.candidates):
                 job.record_fit_errors(task, fit.reasons)
                 continue
             stmt = statements.setdefault(job.uid, ssn.statement())
-            stmt.allocate(task, select_best_node(ssn, task, fit.candidates))
+            started = ssn.timer.tick()
+            node = select_best_node(ssn, task, fit.candidates)
+            ssn.timer.stage(SCORING, started)
+            stmt.allocate(task, node)
             if ssn.job_ready_fn(job):
                 stmt.commit()
                 self._dispatch_allocated(ssn, job)

@@ -1,18 +1,17 @@
 """Helpers shared by backfill, preempt and reclaim: which jobs may act, which nodes an evicting task looks
-at, whether victims could make room, and the order victims are evicted in (Volcano's ValidateVictims,
-BuildVictimsPriorityQueue, PredicateForPreemptAction)."""
+at, whether victims could make room, when a pod is protected by its cool-down, and whether a task fits a
+node once what is being released there is gone (Volcano's ValidateVictims, PredicateForPreemptAction,
+the cdp plugin)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
-from services.scheduler.core.framework.placement import feasible_nodes
+from services.scheduler.core.framework.placement import FitResult, feasible_nodes, fits_future_idle
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
-from services.scheduler.core.model.task import TaskInfo
+from services.scheduler.core.model.task import TaskInfo, TaskStatus
 
 PREEMPT_NEVER = "Never"
 
@@ -41,10 +40,11 @@ def preemption_never(ssn: Session, task: TaskInfo) -> bool:
     return policy == PREEMPT_NEVER
 
 
-def eviction_candidates(ssn: Session, task: TaskInfo) -> np.ndarray:
+def eviction_candidates(ssn: Session, task: TaskInfo) -> FitResult:
     """Nodes an evicting task may use: no failure eviction could not fix (UnschedulableAndUnresolvable),
-    resources not checked (that is what the victims are for); adaptive node count as in allocate."""
-    return feasible_nodes(ssn, task, check_resources=False, resolvable_ok=True).candidates
+    resources not checked (that is what the victims are for); adaptive node count as in allocate. When
+    there is none, the reasons say why."""
+    return feasible_nodes(ssn, task, check_resources=False, resolvable_ok=True)
 
 
 def predicates_pass(ssn: Session, task: TaskInfo, node: int) -> bool:
@@ -52,11 +52,38 @@ def predicates_pass(ssn: Session, task: TaskInfo, node: int) -> bool:
     return not any(failure.nodes[node] for failure in ssn.predicate_failures(task))
 
 
-def victims_cover(ssn: Session, task: TaskInfo, node: int, victims: Sequence[TaskInfo]) -> bool:
-    """ValidateVictims: could evicting all `victims` make the task's request fit the node's future idle?
-    (An empty list passes when the task already fits.)"""
+def shortfall(ssn: Session, task: TaskInfo, node: int, victims: Sequence[TaskInfo]) -> list[str]:
+    """The resources the task would still lack on the node after evicting all `victims`, and `pods`
+    when no pod slot would come free."""
     cols = task.requested_columns
     available = ssn.nodes.future_idle_row(node)[cols].copy()
     for victim in victims:
         available += victim.vector[cols]
-    return bool((available >= task.init_vector[cols]).all())
+    enough = available >= task.init_vector[cols]
+    lacking = [ssn.resources.names[c] for c, ok in zip(cols, enough, strict=True) if not ok]
+    nodes = ssn.nodes
+    releasing = sum(1 for v in victims if v.status is not TaskStatus.RELEASING)
+    if nodes.future_pods(node) - releasing >= nodes.max_pods[node]:
+        lacking.append("pods")
+    return lacking
+
+
+def fits_once_released(ssn: Session, task: TaskInfo, node: int) -> bool:
+    """Whether the task fits the node once every Releasing task there has stopped: its request within the
+    future idle resources, a pod slot that is or will be free (a Releasing pod's slot comes back as its
+    resources do: Volcano #3079, #3335), and every predicate eviction cannot change passing."""
+    nodes = ssn.nodes
+    if nodes.future_pods(node) >= nodes.max_pods[node] or not fits_future_idle(ssn, task, node):
+        return False
+    return not any(f.nodes[node] for f in ssn.predicate_failures(task) if not f.resolvable)
+
+
+def in_cooldown(task: TaskInfo, now: float) -> bool:
+    """Volcano's cdp: a running pod with a `volcano.sh/cooldown-time` may not be a victim until that long
+    after it started (Volcano counts from the pod's PodScheduled condition, which lahar does not keep:
+    the start the node reported is the nearest fact). A pod not running, or not known to have started,
+    is not protected, as in Volcano."""
+    if task.cooldown is None or task.status is not TaskStatus.RUNNING:
+        return False
+    started = task.pod.status.start_time
+    return started is not None and started + task.cooldown > now

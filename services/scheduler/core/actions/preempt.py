@@ -1,35 +1,46 @@
-"""preempt: starving jobs evict lower-priority work of their own queue (Volcano's preempt).
+"""preempt: starving jobs evict lower-priority work of their own queue (Volcano's preempt, made
+transactional and minimal).
 
 Preemptors are jobs whose PodGroup left Pending, that pass JobValid, whose queue exists and that are
 starving; jobs with a network topology are skipped (Volcano does not support them here either). Queues go
 in queue order; in each:
 
 1. Between jobs: each starving job (job order) gets one statement. Its pending tasks (task order), while
-   the job is still starving, look for a node: nodes that eviction could not fix are dropped, the rest are
-   tried by descending score. On a node, the candidates are Bound/Running preemptable tasks of other jobs
-   of the same queue (a BestEffort preemptor may only evict BestEffort tasks); the plugins' Preemptable
-   answer gives the victims. If the victims could not make room the node is skipped; otherwise victims
-   are evicted on a per-node trial statement, lowest priority first, until the preemptor fits (queue
-   quota, future idle, predicates); it is then pipelined there and the trial merged into the job's
-   statement, or the trial is undone. The job's statement is committed only if the job is pipelined.
+   the job is still starving, look for room: on each node eviction could fix, the candidates are
+   Bound/Running preemptable pods of other jobs of the same queue whose job has a strictly lower priority
+   (a BestEffort preemptor may only evict BestEffort pods), that are past their cool-down
+   (`volcano.sh/cooldown-time`), and that the plugins' Preemptable answer allows. The victims chosen on a
+   node are the cheapest irreducible set that makes the task fit (queue quota, resources and a pod slot
+   once the victims are gone, predicates): see victims.py. Of up to `maxCandidateNodesAbsolute` nodes
+   that can make room, in node-score order, the one whose victims cost least wins; the task is pipelined
+   there. The job's statement is committed only if the job is pipelined, that is, only if the whole gang
+   has room: then its evictions and the room reserved for its pods are one plan, which the binder commits
+   all or nothing (statement.py); otherwise nothing is evicted.
 2. Within a job: each starving job's pending tasks may evict Bound/Running preemptable tasks of the same
-   job (the priority plugin lets a task evict lower-priority tasks); each success is committed, the
-   first failure ends the job's turn.
+   job with a strictly lower task priority; each success is committed, the first failure ends the job's
+   turn.
 
-`enableTopologyAwarePreemption` replaces the per-node greedy walk by kube-scheduler's candidate search:
-from a random offset, dry-run up to N nodes (N from the min/max candidate arguments), on each find the
-lowest-priority victims that make the preemptor fit and reprieve the higher-priority ones it does not
-need, then pick the node whose victims hurt least (lowest highest-priority, lowest priority sum, fewest,
-most recently started). Deviations: nodes are dry-run one after another with Statement trials instead of
-Volcano's worker pool and SimulateAddTask/RemoveTask, and a candidate must fit completely (quota, future
-idle, predicates) where Volcano re-checks only the predicates after evicting every potential victim.
-`topologyAwarePreemptWorkerNum` is accepted and unused (no threads in the core); `predicateErrorCacheEnable`
-is accepted and has no effect (feasibility is computed for all nodes at once, with per-session caches).
+No preemption cycles: a pod only ever evicts pods of strictly lower priority (the job's priority between
+jobs, the task's within a job), whatever the configured plugins say, so A preempting B and B preempting A
+cannot both happen. Every decision is written on the preemptor's PodGroup (explain.py).
+
+`enableTopologyAwarePreemption` replaces the node walk by kube-scheduler's candidate search: from a random
+offset, dry-run up to N nodes (N from the min/max candidate arguments), each with the same irreducible
+victim set, and pick the node whose victims hurt least by kube's criteria (lowest highest priority,
+lowest priority sum, fewest, most recently started). `topologyAwarePreemptWorkerNum` is accepted and
+unused (no threads in the core); `predicateErrorCacheEnable` is accepted and has no effect (feasibility is
+computed for all nodes at once, with per-session caches).
+
+Deviations from Volcano, on purpose (docs/deviations.md): victims are the cheapest irreducible set, not
+the first ones in victim order until the task fits; a node is chosen among several by what its victims
+cost; a releasing victim's pod slot counts as free (Volcano #3335); the strict priority rule holds
+without the priority plugin; a pod nominated to a node waits on the room reserved for it as a Pipelined
+task (reservations.py) instead of Volcano's nominated-node checks (taskEligibleToPreempt, #5131).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -38,20 +49,23 @@ from contracts.evictions import PREEMPT
 from services.scheduler.core.actions.common import (
     eligible_queue,
     eviction_candidates,
-    predicates_pass,
+    fits_once_released,
+    in_cooldown,
     preemption_never,
-    victims_cover,
 )
+from services.scheduler.core.actions.explain import Attempts, record
+from services.scheduler.core.actions.victims import NOTHING_TO_EVICT, Choice, Stage, VictimSearch
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
-from services.scheduler.core.framework.placement import fits_future_idle
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.framework.statement import Statement
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
-from services.scheduler.core.model.task import PREEMPTABLE_STATUSES, TaskInfo, TaskStatus
+from services.scheduler.core.model.task import PREEMPTABLE_STATUSES, TaskInfo
 
 REASON = PREEMPT
+LOWER_PRIORITY_ONLY = "only pods of equal or higher priority"
+COOLING_DOWN = "only pods still in their cool-down (volcano.sh/cooldown-time)"
 
 Filter = Callable[[TaskInfo], bool]
 
@@ -95,192 +109,132 @@ class PreemptAction(Action):
             while jobs:
                 job = jobs.pop()
                 stmt = ssn.statement()
+                attempts = Attempts(REASON)
                 pending = tasks[job.uid]
                 while pending and ssn.job_starving_fn(job):
                     preemptor = pending.pop()
-                    self.preempt(ssn, stmt, preemptor, queue, _other_jobs_of_queue(ssn, preemptor, job.queue))
-                if ssn.job_pipelined_fn(job):
+                    self.preempt(ssn, stmt, preemptor, queue, _other_jobs(ssn, preemptor, job), attempts)
+                committed = ssn.job_pipelined_fn(job)
+                if committed:
                     stmt.commit()
                 else:
                     stmt.discard()
+                record(ssn, job, attempts, committed=committed)
 
             for job in starving[queue.name]:
                 own = PriorityQueue(ssn.task_order_fn, job.pending_tasks())
                 while own:
                     preemptor = own.pop()
                     stmt = ssn.statement()
-                    if not self.preempt(ssn, stmt, preemptor, queue, _same_job(preemptor)):
-                        stmt.discard()
+                    attempts = Attempts(REASON)
+                    if not self.preempt(ssn, stmt, preemptor, queue, _same_job(ssn, preemptor), attempts):
+                        stmt.discard()  # a job rarely has lower-priority pods of its own: no news
                         break
                     stmt.commit()
+                    record(ssn, job, attempts, committed=True)
 
     def preempt(
-        self, ssn: Session, stmt: Statement, preemptor: TaskInfo, queue: QueueInfo, eligible: Filter
-    ) -> bool:
-        """Find a node for `preemptor` by evicting tasks that pass `eligible`; on success the evictions
-        and the pipelined preemptor are on `stmt`."""
-        if not self._may_preempt(ssn, preemptor) or ssn.pre_predicate_fn(preemptor):
-            return False
-        nodes = eviction_candidates(ssn, preemptor)
-        if not len(nodes):
-            return False
-        if self.topology_aware:
-            return self._candidate_preempt(ssn, stmt, preemptor, queue, eligible, nodes)
-        scores = ssn.node_order_fn(preemptor, nodes)
-        for node in nodes[np.argsort(-scores, kind="stable")]:
-            node = int(node)
-            victims = self._victims(ssn, preemptor, node, eligible)
-            if victims is None:
-                continue
-            trial = ssn.statement()
-            ordered = PriorityQueue(ssn.victim_less(preemptor), victims)
-            fits = _fits(ssn, queue, preemptor, node)
-            while not fits and ordered:
-                trial.evict(ordered.pop(), REASON)
-                fits = _fits(ssn, queue, preemptor, node)
-            if fits:
-                trial.pipeline(preemptor, node)
-                stmt.merge(trial)
-                return True
-            trial.discard()
-        return False
-
-    @staticmethod
-    def _victims(ssn: Session, preemptor: TaskInfo, node: int, eligible: Filter) -> list[TaskInfo] | None:
-        """The plugins' victims on `node`, or None when even all of them would not make room."""
-        preemptees = [t for t in ssn.nodes.tasks[node].values() if eligible(t)]
-        victims = ssn.preemptable_fn(preemptor, preemptees)
-        return victims if victims_cover(ssn, preemptor, node, victims) else None
-
-    @staticmethod
-    def _may_preempt(ssn: Session, preemptor: TaskInfo) -> bool:
-        """Volcano's taskEligibleToPreempt. A pod nominated to a node (by an earlier preemption) waits for
-        it unless the node became unusable for good, or keeps waiting while a lower-priority pod there is
-        still terminating. lahar keeps no DisruptionTarget condition, so any terminating lower-priority
-        pod on the nominated node counts."""
-        if preemption_never(ssn, preemptor):
-            return False
-        nominated = preemptor.pod.status.nominated_node_name
-        if not nominated:
-            return True
-        node = ssn.nodes.index.get(nominated)
-        if node is None:
-            return False
-        failures = [f for f in ssn.predicate_failures(preemptor) if f.nodes[node]]
-        if not failures:
-            return False
-        if any(not f.resolvable for f in failures):
-            return True
-        return not any(
-            t.status == TaskStatus.RELEASING and t.priority < preemptor.priority
-            for t in ssn.nodes.tasks[node].values()
-        )
-
-    # --- topology-aware variant (kube-scheduler's DryRunPreemption / SelectCandidate) -------------------
-    def _candidate_preempt(
         self,
         ssn: Session,
         stmt: Statement,
         preemptor: TaskInfo,
         queue: QueueInfo,
-        eligible: Filter,
-        nodes: np.ndarray,
+        stages: list[Stage],
+        attempts: Attempts,
     ) -> bool:
+        """Find room for `preemptor` by evicting pods that pass `stages`; on success the evictions and
+        the pipelined preemptor are on `stmt`, and `attempts` says what happened either way."""
+        if preemption_never(ssn, preemptor):
+            attempts.no_room(preemptor, "its preemptionPolicy is Never")
+            return False
+        reason = ssn.pre_predicate_fn(preemptor)
+        if reason:
+            attempts.no_room(preemptor, reason)
+            return False
+        ssn.timer.stats.preemption_attempts += 1  # Volcano's total_preemption_attempts
+        fit = eviction_candidates(ssn, preemptor)
+        nodes = fit.candidates
+        if not len(nodes):
+            attempts.no_room(preemptor, fit.reasons)
+            return False
+        job = ssn.jobs[preemptor.job]
+        search = VictimSearch(
+            ssn,
+            preemptor,
+            stages,
+            "preemptable",
+            lambda node: _fits(ssn, queue, preemptor, node),
+            f"{REASON}: for {preemptor.key} (job {job.uid}, priority {job.priority})",
+        )
+        if self.topology_aware:
+            choice = self._candidate(ssn, search, nodes)
+        else:
+            scores = ssn.node_order_fn(preemptor, nodes)
+            ordered = (int(node) for node in nodes[np.argsort(-scores, kind="stable")])
+            choice = search.best(ordered, self.max_candidates)
+        if choice is None:
+            attempts.no_room(preemptor, search.misses)
+            return False
+        for victim in choice.victims:
+            stmt.evict(victim, search.reason)
+        stmt.pipeline(preemptor, choice.node)
+        attempts.room(preemptor, ssn.nodes.names[choice.node], choice.victims)
+        return True
+
+    # --- topology-aware variant (kube-scheduler's DryRunPreemption / SelectCandidate) -------------------
+    def _candidate(self, ssn: Session, search: VictimSearch, nodes: np.ndarray) -> Choice | None:
         wanted = self._num_candidates(len(nodes))
         offset = ssn.rng.randrange(len(nodes))
-        candidates: list[tuple[int, list[TaskInfo]]] = []
-        for i in range(len(nodes)):
-            node = int(nodes[(offset + i) % len(nodes)])
-            victims = self._dry_run(ssn, preemptor, queue, node, eligible)
-            if victims:
-                candidates.append((node, victims))
+        candidates: list[Choice] = []
+        for node in _rotated(nodes, offset):
+            choice = search.on_node(node)
+            if choice is not None and choice.victims:
+                candidates.append(choice)
                 if len(candidates) >= wanted:
                     break
-        if not candidates:
-            return False
-        node, victims = min(candidates, key=_candidate_cost)
-        for victim in victims:
-            stmt.evict(victim, REASON)
-        stmt.pipeline(preemptor, node)
-        return True
+        return min(candidates, key=_kube_cost) if candidates else None
 
     def _num_candidates(self, count: int) -> int:
         wanted = max(count * self.min_candidates_percentage // 100, self.min_candidates)
         return min(wanted, self.max_candidates, count)
 
-    def _dry_run(
-        self, ssn: Session, preemptor: TaskInfo, queue: QueueInfo, node: int, eligible: Filter
-    ) -> list[TaskInfo]:
-        """SelectVictimsOnNode: evict lowest-priority victims until the preemptor fits, then reprieve the
-        potential victims highest priority first while it still fits without them. Returns the victims,
-        highest priority first; empty when the node is no candidate. Leaves the session unchanged."""
-        victims = self._victims(ssn, preemptor, node, eligible)
-        if not victims:
-            return []
-        ordered = PriorityQueue(ssn.victim_less(preemptor), victims)
-        potential: list[TaskInfo] = []
-        trial = ssn.statement()
-        fits = False
-        while ordered and not fits:
-            potential.append(ordered.pop())
-            trial.evict(potential[-1], REASON)
-            fits = _fits(ssn, queue, preemptor, node)
-        trial.discard()
-        if not fits:
-            return []
-        evicted = list(potential)
-        chosen: list[TaskInfo] = []
-        for candidate in reversed(potential):
-            rest = [t for t in evicted if t is not candidate]
-            if _fits_without(ssn, queue, preemptor, node, rest):
-                evicted = rest
-            else:
-                chosen.append(candidate)
-        return chosen
+
+def _rotated(nodes: np.ndarray, offset: int) -> Iterator[int]:
+    for i in range(len(nodes)):
+        yield int(nodes[(offset + i) % len(nodes)])
 
 
 def _fits(ssn: Session, queue: QueueInfo, preemptor: TaskInfo, node: int) -> bool:
-    """preemptorFitsOnNode: the queue may grow by the task, it fits future idle, every predicate passes."""
-    return (
-        ssn.allocatable_fn(queue, preemptor)
-        and fits_future_idle(ssn, preemptor, node)
-        and predicates_pass(ssn, preemptor, node)
-    )
+    """preemptorFitsOnNode: the queue may grow by the task, and it fits the node once what is being
+    released there is gone (resources, a pod slot, predicates)."""
+    return ssn.allocatable_fn(queue, preemptor) and fits_once_released(ssn, preemptor, node)
 
 
-def _fits_without(
-    ssn: Session, queue: QueueInfo, preemptor: TaskInfo, node: int, victims: list[TaskInfo]
-) -> bool:
-    trial = ssn.statement()
-    for victim in victims:
-        trial.evict(victim, REASON)
-    fits = _fits(ssn, queue, preemptor, node)
-    trial.discard()
-    return fits
-
-
-def _candidate_cost(candidate: tuple[int, list[TaskInfo]]) -> tuple[int, int, int, float]:
+def _kube_cost(choice: Choice) -> tuple[int, int, int, float]:
     """pickOneNodeForPreemption's criteria as a key to minimise (ties: the first found)."""
-    _, victims = candidate
+    victims = choice.victims
     highest = max(t.priority for t in victims)
     started = [t.pod.status.start_time or t.creation_timestamp for t in victims if t.priority == highest]
-    return (victims[0].priority, sum(t.priority for t in victims), len(victims), -min(started))
+    return (highest, sum(t.priority for t in victims), len(victims), -min(started))
 
 
-def _other_jobs_of_queue(ssn: Session, preemptor: TaskInfo, queue: str) -> Filter:
-    def eligible(task: TaskInfo) -> bool:
+def _other_jobs(ssn: Session, preemptor: TaskInfo, job: JobInfo) -> list[Stage]:
+    def may_go(task: TaskInfo) -> bool:
         if task.status not in PREEMPTABLE_STATUSES or not task.preemptable or task.job == preemptor.job:
             return False
         if preemptor.best_effort and not task.best_effort:
             return False
-        job = ssn.jobs.get(task.job)
-        return job is not None and job.queue == queue
+        other = ssn.jobs.get(task.job)
+        return other is not None and other.queue == job.queue
 
-    return eligible
+    def lower(task: TaskInfo) -> bool:
+        return ssn.jobs[task.job].priority < job.priority
+
+    return _stages(ssn, may_go, lower)
 
 
-def _same_job(preemptor: TaskInfo) -> Filter:
-    def eligible(task: TaskInfo) -> bool:
+def _same_job(ssn: Session, preemptor: TaskInfo) -> list[Stage]:
+    def may_go(task: TaskInfo) -> bool:
         return (
             task.status in PREEMPTABLE_STATUSES
             and task.preemptable
@@ -288,4 +242,13 @@ def _same_job(preemptor: TaskInfo) -> Filter:
             and not (preemptor.best_effort and not task.best_effort)
         )
 
-    return eligible
+    return _stages(ssn, may_go, lambda task: task.priority < preemptor.priority)
+
+
+def _stages(ssn: Session, may_go: Filter, lower: Filter) -> list[Stage]:
+    now = ssn.now
+    return [
+        (NOTHING_TO_EVICT, may_go),
+        (LOWER_PRIORITY_ONLY, lower),
+        (COOLING_DOWN, lambda task: not in_cooldown(task, now)),
+    ]

@@ -1,19 +1,29 @@
-"""reclaim: starving jobs take back resources from other queues (Volcano's reclaim).
+"""reclaim: starving jobs take back resources from other queues (Volcano's reclaim, made transactional
+and minimal).
 
 Preemptors are jobs whose PodGroup left Pending, that pass JobValid, whose queue exists and that are
 starving. Queues go in queue order, an overused queue sits out. Each starving job of the queue (job order)
 gets one statement; its pending tasks (task order), while the job is still starving, reclaim unless
 `preemptionPolicy: Never` or the queue may not grow by the task (Preemptive) or a pre-predicate fails.
 
-A reclaiming task walks the nodes that eviction could fix, in the order the feasibility search found them
-(Volcano does not score nodes here). On a node the candidates are Running (not merely Bound) preemptable
-tasks of jobs in other queues that are reclaimable; the plugins' Reclaimable answer gives the victims. If
-the victims could not make room the node is skipped; otherwise victims are evicted on a per-node trial
-statement in victim order while the task does not fit future idle. If it then fits, the task is pipelined
-there and the trial merged into the job's statement; else the trial is undone and the next node tried.
-The job's statement is committed only if the job is pipelined.
+A reclaiming task looks at the nodes that eviction could fix, in the order the feasibility search found
+them (Volcano does not score nodes here). On a node the candidates are Running (not merely Bound)
+preemptable pods of jobs in other queues that are reclaimable, past their cool-down
+(`volcano.sh/cooldown-time`), and that the plugins' Reclaimable answer allows. The victims are the
+cheapest irreducible set that makes the task fit the node once they are gone (resources, a pod slot,
+predicates: victims.py); of up to MAX_CANDIDATES nodes that can make room, the one whose victims cost
+least wins, and the task is pipelined there. The job's statement is committed only if the job is
+pipelined: its evictions and the room reserved for its pods are then one plan, which the binder commits
+all or nothing; otherwise nothing is evicted. Every decision is written on the reclaimer's PodGroup
+(explain.py).
+
+No reclaim cycles: a queue reclaims only while it may grow within its deserved share (Preemptive) and
+only from queues the fairness plugins find above theirs (Reclaimable), so the victims' queue cannot take
+the room back: it would have to be under its share while the reclaimer's is over it.
 
 `predicateErrorCacheEnable` is accepted and has no effect (feasibility is computed for all nodes at once).
+Deviations from Volcano, on purpose (docs/deviations.md): Volcano evicts in victim order while the task
+does not fit and takes the first node that works, and checks neither pod slots nor predicates after.
 """
 
 from __future__ import annotations
@@ -25,11 +35,13 @@ from contracts.evictions import RECLAIM
 from services.scheduler.core.actions.common import (
     eligible_queue,
     eviction_candidates,
+    fits_once_released,
+    in_cooldown,
     preemption_never,
-    victims_cover,
 )
+from services.scheduler.core.actions.explain import Attempts, record
+from services.scheduler.core.actions.victims import NOTHING_TO_EVICT, VictimSearch
 from services.scheduler.core.framework.action import Action, PriorityQueue
-from services.scheduler.core.framework.placement import fits_future_idle
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.framework.statement import Statement
 from services.scheduler.core.model.job import JobInfo
@@ -37,6 +49,9 @@ from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
 
 REASON = RECLAIM
+MAX_CANDIDATES = 100  # nodes that can make room, of which the cheapest is taken
+NOT_RECLAIMABLE = "only pods of queues that are not reclaimable"
+COOLING_DOWN = "only pods still in their cool-down (volcano.sh/cooldown-time)"
 
 
 class ReclaimAction(Action):
@@ -67,46 +82,71 @@ class ReclaimAction(Action):
             while jobs:
                 job = jobs.pop()
                 stmt = ssn.statement()
+                attempts = Attempts(REASON)
                 pending = tasks[job.uid]
                 while pending and ssn.job_starving_fn(job):
                     task = pending.pop()
-                    if preemption_never(ssn, task) or not ssn.preemptive_fn(queue, task):
+                    why = _may_not_reclaim(ssn, queue, task)
+                    if why:
+                        attempts.no_room(task, why)
                         continue
-                    if ssn.pre_predicate_fn(task):
-                        continue
-                    self.reclaim_for_task(ssn, stmt, task, job)
-                if ssn.job_pipelined_fn(job):
+                    self.reclaim_for_task(ssn, stmt, task, job, attempts)
+                committed = ssn.job_pipelined_fn(job)
+                if committed:
                     stmt.commit()
                 else:
                     stmt.discard()
+                record(ssn, job, attempts, committed=committed)
 
     @staticmethod
-    def reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo) -> None:
-        for node in eviction_candidates(ssn, task):
-            node = int(node)
-            reclaimees = [t for t in ssn.nodes.tasks[node].values() if _reclaimable(ssn, t, job)]
-            if not reclaimees:
-                continue
-            victims = ssn.reclaimable_fn(task, reclaimees)
-            if not victims_cover(ssn, task, node, victims):
-                continue
-            ordered = PriorityQueue(ssn.victim_less(task), victims)
-            trial = ssn.statement()
-            while ordered and not fits_future_idle(ssn, task, node):
-                trial.evict(ordered.pop(), REASON)
-            if not fits_future_idle(ssn, task, node):
-                trial.discard()
-                continue
-            trial.pipeline(task, node)
-            stmt.merge(trial)
-            return
+    def reclaim_for_task(
+        ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, attempts: Attempts
+    ) -> bool:
+        fit = eviction_candidates(ssn, task)
+        if not len(fit.candidates):
+            attempts.no_room(task, fit.reasons)
+            return False
+        now = ssn.now
+
+        def reclaimable_queue(victim: TaskInfo) -> bool:
+            queue = ssn.queues.get(ssn.jobs[victim.job].queue)
+            return queue is not None and queue.reclaimable
+
+        search = VictimSearch(
+            ssn,
+            task,
+            [
+                (NOTHING_TO_EVICT, lambda victim: _other_queue(ssn, victim, job)),
+                (NOT_RECLAIMABLE, reclaimable_queue),
+                (COOLING_DOWN, lambda victim: not in_cooldown(victim, now)),
+            ],
+            "reclaimable",
+            lambda node: fits_once_released(ssn, task, node),
+            f"{REASON}: for {task.key} (job {job.uid}, queue {job.queue})",
+        )
+        choice = search.best((int(node) for node in fit.candidates), MAX_CANDIDATES)
+        if choice is None:
+            attempts.no_room(task, search.misses)
+            return False
+        for victim in choice.victims:
+            stmt.evict(victim, search.reason)
+        stmt.pipeline(task, choice.node)
+        attempts.room(task, ssn.nodes.names[choice.node], choice.victims)
+        return True
 
 
-def _reclaimable(ssn: Session, task: TaskInfo, reclaimer: JobInfo) -> bool:
+def _may_not_reclaim(ssn: Session, queue: QueueInfo, task: TaskInfo) -> str:
+    """Why the task may not reclaim at all ("" when it may)."""
+    if preemption_never(ssn, task):
+        return "its preemptionPolicy is Never"
+    if not ssn.preemptive_fn(queue, task):
+        return f"queue {queue.name} may not grow by it (it would pass its deserved share)"
+    return ssn.pre_predicate_fn(task) or ""
+
+
+def _other_queue(ssn: Session, task: TaskInfo, reclaimer: JobInfo) -> bool:
+    """A running preemptable pod of a job in another queue."""
     if task.status != TaskStatus.RUNNING or not task.preemptable:
         return False
     job = ssn.jobs.get(task.job)
-    if job is None or job.queue == reclaimer.queue:
-        return False
-    queue = ssn.queues.get(job.queue)
-    return queue is not None and queue.reclaimable
+    return job is not None and job.queue != reclaimer.queue

@@ -9,6 +9,11 @@ count per other pod, not a task per pod in the cluster.
 
 Tasks are made from each pod's facts (`model/facts.py`), which the scheduler's view keeps between
 sessions; only what depends on the session (priority, request vector, job) is resolved here.
+
+A pending pod nominated to a node (room a preemption reserved for it, committed by the binder with the
+evictions that free it) holds that room from the start of the session: as a Pipelined task on its node if
+the session places its job, else as a charge on the node. So no other pod is placed into it, and the
+allocate action binds it there once the room is free (actions/reservations.py).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class WorkingModel:
     default_priority: int
     skipped_pods: list[str] = field(default_factory=list)
     implicit: set[str] = field(default_factory=set)  # keys of the implicit PodGroups of plain pods
+    reserved: set[str] = field(default_factory=set)  # keys of the modelled jobs holding reserved room
 
 
 def _default_priority(classes: dict[str, PriorityClass]) -> int:
@@ -114,6 +120,9 @@ def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None, *, victims:
         if not modelled and facts.waits and not (facts.best_effort and victims):
             # (a best-effort one stays a task where victims are: the gang plugin counts it as placed)
             job.add_unplaced(requests)  # type: ignore[union-attr]
+            row = node_index.get(facts.nominated, -1) if facts.nominated else -1
+            if row >= 0:
+                nodes.reserve(row, resources.vector(requests))
             continue
         node = facts.node
         row = -1
@@ -145,6 +154,8 @@ def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None, *, victims:
             task.node_index = row
             if holds:
                 nodes.register(row, task)
+        elif facts.nominated and facts.waits and job is not None:
+            _hold_reservation(model, task)
         if job is None:
             if key:
                 model.skipped_pods.append(f"{task.key}: PodGroup {key} not found")
@@ -157,6 +168,19 @@ def build_model(snapshot: ClusterSnapshot, owns: Owns | None = None, *, victims:
 
 
 _FINISHED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+def _hold_reservation(model: WorkingModel, task: TaskInfo) -> None:
+    """A pending task nominated to a known node starts the session Pipelined there (its job not yet
+    indexed: the caller adds it next)."""
+    row = model.nodes.index.get(task.pod.status.nominated_node_name)
+    if row is None:
+        return  # the node is gone: the pod is pending like any other
+    task.status = TaskStatus.PIPELINED
+    task.node = model.nodes.names[row]
+    task.node_index = row
+    model.nodes.add_task(row, task)
+    model.reserved.add(task.job)
 
 
 class _Charges:

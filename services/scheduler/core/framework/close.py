@@ -6,7 +6,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from contracts.objects import PodGroupCondition
-from services.scheduler.core.framework.plan import PendingSummary, PodGroupUpdate, QueueUpdate, SessionResult
+from services.scheduler.core.framework.plan import (
+    JobFigures,
+    PendingSummary,
+    PodGroupUpdate,
+    QueueUpdate,
+    SessionResult,
+)
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.task import SCHEDULED_STATUSES, TaskStatus
 
@@ -72,17 +78,47 @@ def close_session(ssn: Session) -> SessionResult:
         for job in ssn.owned_jobs.values()
         for t in job.tasks_by_status[TaskStatus.PIPELINED].values()
     }
+    jobs = _job_figures(ssn)
     pending = {
         key: PendingSummary(job.queue, job.verdict.reason, job.verdict.missing)
         for key, job in ssn.owned_jobs.items()
         if job.verdict is not None
     }
-    return SessionResult(ssn.uid, tuple(ssn.plans), pipelined, podgroups, queues, pending)
+    return SessionResult(
+        ssn.uid, tuple(ssn.plans), pipelined, podgroups, queues, jobs, ssn.timer.stats, pending=pending
+    )
+
+
+def _was_scheduled(job: JobInfo) -> bool:
+    return any(c.type == "Scheduled" and c.status == "True" for c in job.podgroup.status.conditions)
+
+
+def _job_figures(ssn: Session) -> dict[str, JobFigures]:
+    """Per owned job with tasks (or an enqueue verdict): what Volcano's gang plugin reports at close
+    (unready tasks, a retry) and whether the gang has just become Scheduled; its DRF share."""
+    job_share = getattr(ssn.plugins.get("drf"), "job_share", None)
+    unready_tasks = getattr(ssn.plugins.get("gang"), "unready_tasks", None)
+    figures = {}
+    for key, job in ssn.owned_jobs.items():
+        if not job.tasks and not job.job_fit_error:
+            continue
+        unready = 0
+        if job.unschedulable_this_session:
+            unready = max(unready_tasks(job) if unready_tasks is not None else job.min_available, 0)
+        scheduled = job.new_conditions.get("Scheduled")
+        figures[key] = JobFigures(
+            unready_tasks=unready,
+            unschedulable=job.unschedulable_this_session,
+            newly_scheduled=scheduled is not None and scheduled.status == "True" and not _was_scheduled(job),
+            share=float(job_share(job.uid)) if job_share is not None else None,
+        )
+    return figures
 
 
 def _queue_figures(ssn: Session) -> dict[str, QueueUpdate]:
-    """Deserved and share come from the fairness plugin when one is configured (proportion or capacity);
-    allocated is always the sum of the queue's allocated tasks."""
+    """Deserved and share come from the fairness plugin when one is configured (proportion or capacity),
+    and so does allocated (with hierarchy, a parent's holds its descendants'); without one, allocated is
+    the sum of the queue's allocated tasks."""
     figures: dict[str, QueueUpdate] = {}
     for plugin in ssn.plugin_instances():
         report = getattr(plugin, "queue_figures", None)
@@ -94,11 +130,15 @@ def _queue_figures(ssn: Session) -> dict[str, QueueUpdate]:
         for dim, value in job.allocated.items():  # the sum of its allocated tasks' requests
             bucket[dim] = bucket.get(dim, 0) + value
     out = {}
-    for name in ssn.queues:
+    for name, queue in ssn.queues.items():
         known = figures.get(name)
         out[name] = QueueUpdate(
-            allocated=allocated.get(name, {}),
+            allocated=known.allocated if known else allocated.get(name, {}),
             deserved=known.deserved if known else {},
             share=known.share if known else 0.0,
+            request=known.request if known else {},
+            inqueue=known.inqueue if known else {},
+            real_capability=known.real_capability if known else None,
+            overused=ssn.overused_fn(queue) if known else None,  # the plugin has the queue's figures
         )
     return out

@@ -22,10 +22,11 @@ from services.scheduler.core.framework.close import close_session
 from services.scheduler.core.framework.plan import Plan, SessionResult
 from services.scheduler.core.framework.plugin import Plugin
 from services.scheduler.core.framework.statement import Statement
+from services.scheduler.core.framework.stats import ON_SESSION_CLOSE, ON_SESSION_OPEN, Stopwatch, Timer
 from services.scheduler.core.framework.tiers import TierDispatch
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
-from services.scheduler.core.model.task import TaskInfo
+from services.scheduler.core.model.task import TaskInfo, TaskStatus
 from services.scheduler.core.model.topology import HyperNodeTopology
 from services.scheduler.core.registry import ACTIONS, PLUGINS
 from services.scheduler.core.snapshot import ClusterSnapshot
@@ -44,7 +45,11 @@ class Session(TierDispatch):
         session_id: str = "session-0",
         now: float = 0.0,
         owns: Owns | None = None,
+        stopwatch: Stopwatch | None = None,
     ) -> None:
+        """`stopwatch`: times the session's phases into `timer.stats` (framework/stats.py)."""
+        self.timer = Timer(stopwatch)
+        opened = self.timer.tick()
         self.conf = conf or default_conf()
         self.snapshot = snapshot
         self.uid = session_id
@@ -63,6 +68,8 @@ class Session(TierDispatch):
         self.default_priority = model.default_priority
         self.skipped_pods = model.skipped_pods
         self.implicit_groups = model.implicit
+        # jobs holding room reserved by an earlier preemption (their nominated tasks start Pipelined)
+        self.reserved_jobs = model.reserved
         self.total_resource: Resources = self.resources.resources(self.nodes.total_allocatable())
         self.plans: list[Plan] = []
         # round-robin start for the adaptive feasible-node search (kube-scheduler's nextStartNodeIndex)
@@ -89,7 +96,15 @@ class Session(TierDispatch):
         self._index_plugins(tiers)
         for built_tier in tiers:
             for _, plugin in built_tier:
+                started = self.timer.tick()
                 plugin.on_session_open(self)
+                self.timer.plugin(plugin.name, ON_SESSION_OPEN, started)
+        # reserved room (build.py) is announced as a pipeline of this session: the plugins' shares and
+        # node scores count it, and un-pipelining it later is symmetric
+        for key in self.reserved_jobs:
+            for task in self.jobs[key].tasks_by_status[TaskStatus.PIPELINED].values():
+                self.fire_allocate(task)
+        self.timer.stats.open_ms = self.timer.since(opened)
 
     # --- conveniences used by actions and plugins -------------------------------------------------
     def statement(self) -> Statement:
@@ -118,12 +133,16 @@ class Session(TierDispatch):
     def run(self) -> SessionResult:
         """Run every configured action in order, then close the session."""
         for name in self.conf.actions:
+            started = self.timer.tick()
             ACTIONS[name](self.conf.action_arguments(name)).execute(self)
+            self.timer.action(name, started)
         return self.close()
 
     def close(self) -> SessionResult:
         for plugin in self.plugin_instances():
+            started = self.timer.tick()
             plugin.on_session_close(self)
+            self.timer.plugin(plugin.name, ON_SESSION_CLOSE, started)
         return close_session(self)
 
 

@@ -2,7 +2,10 @@
 
 Operations change the session immediately (node accounting, job task-status index, plugin shares), so the
 next decision sees them. `commit()` turns them into a Plan value; `discard()` undoes them in reverse order.
-Pipelined tasks are reservations only: commit records no bind for them.
+Pipelined tasks get no bind. In a statement that evicts (preempt, reclaim) they are what the evictions
+are for: commit records them as reservations, which the binder commits with the evictions, all or
+nothing, and holds for them until they are bound. Elsewhere (a gang that allocate could only pipeline)
+a pipelined task is a reservation of this session only and commit records nothing for it.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from services.scheduler.core.framework.plan import Bind, Eviction, Plan
+from contracts.evictions import eviction_cause
+from services.scheduler.core.framework.plan import Bind, Eviction, Plan, Reservation
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -98,16 +102,37 @@ class Statement:
         ssn = self.ssn
         binds: list[Bind] = []
         evictions: list[Eviction] = []
+        pipelined: list[tuple[TaskInfo, str]] = []
         actor = next((task.job for op, task, *_ in self._ops if op is not Op.EVICT), "")
         for op, task, node_index, reason, _ in self._ops:
+            node = ssn.nodes.names[node_index]
             if op is Op.ALLOCATE:
                 job = ssn.jobs[task.job]
                 job.update_task_status(task, TaskStatus.BINDING)
-                binds.append(Bind(task.key, task.job, ssn.nodes.names[node_index]))
+                binds.append(Bind(task.key, task.job, node))
             elif op is Op.EVICT:
-                evictions.append(Eviction(task.key, task.job, ssn.nodes.names[node_index], reason))
+                evictions.append(Eviction(task.key, task.job, node, reason))
+            else:
+                pipelined.append((task, node))
         self._ops = []
-        plan = Plan(tuple(binds), tuple(evictions), actor)
+        reservations = _reservations(pipelined, evictions) if evictions else ()
+        plan = Plan(tuple(binds), tuple(evictions), actor, reservations)
         if plan:
             ssn.plans.append(plan)
         return plan
+
+
+def _reservations(
+    pipelined: list[tuple[TaskInfo, str]], evictions: list[Eviction]
+) -> tuple[Reservation, ...]:
+    """The statement's pipelined tasks as reservations, each saying which of its evictions free its node."""
+    cause = eviction_cause(evictions[0].reason)
+    victims: dict[str, list[str]] = {}
+    for eviction in evictions:
+        victims.setdefault(eviction.node, []).append(eviction.task)
+    out = []
+    for task, node in pipelined:
+        freed = victims.get(node)
+        why = f"evicting {', '.join(freed)} on {node}" if freed else f"room already being freed on {node}"
+        out.append(Reservation(task.key, task.job, node, f"{cause}: {why}"))
+    return tuple(out)

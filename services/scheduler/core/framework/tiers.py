@@ -194,6 +194,15 @@ class TierDispatch:
                 return victims
         return None
 
+    def refusing_plugins(self, point: str, actor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[str]:
+        """The plugins whose own answer at `point` (preemptable, reclaimable) leaves no victim among
+        `candidates`: why no victim was found, in words (cold path)."""
+        return [
+            plugin.name
+            for plugin in self._flat[point]
+            if getattr(plugin, point)(self, actor, candidates) == []
+        ]
+
     def preemptable_fn(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> list[TaskInfo]:
         return self._victims("preemptable", preemptor, preemptees) or []
 

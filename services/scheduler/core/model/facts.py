@@ -19,6 +19,7 @@ from services.scheduler.core.model.task import (
     GROUP_NAME_ANNOTATION,
     TASK_PRIORITY_ANNOTATION,
     TaskStatus,
+    pod_cooldown_s,
     pod_index,
     pod_preemptable,
     pod_role,
@@ -34,6 +35,7 @@ class TaskFacts:
 
     __slots__ = (
         "best_effort",
+        "cooldown",
         "creation_timestamp",
         "group",
         "index",
@@ -41,6 +43,7 @@ class TaskFacts:
         "name",
         "namespace",
         "node",
+        "nominated",
         "pod",
         "pod_priority",
         "preemptable",
@@ -75,8 +78,11 @@ class TaskFacts:
         self.requests: Resources = spec.effective_requests()
         self.best_effort = self.requests.is_empty()
         self.preemptable = pod_preemptable(pod)
+        self.cooldown = pod_cooldown_s(pod)
         self.status: TaskStatus = status_of_pod(pod)
         self.node = spec.node_name
+        # the node whose room a preemption reserved for the pod, while it is pending
+        self.nominated = pod.status.nominated_node_name
         # pods with the same placement constraints share static predicate results within a session
         self.signature: Signature = (
             tuple(sorted(spec.node_selector.items())),
@@ -96,8 +102,8 @@ class TaskFacts:
 def task_facts(pod: Pod, previous: TaskFacts | None = None) -> TaskFacts:
     """The facts of `pod` (the view calls this once per pod change; the count of calls is what tests
     check). `previous`: the facts of an earlier version of the same pod; when the pod changed only
-    where it runs and in what phase (bound, running, finished, being deleted: what the log changes in a
-    pod), the rest is taken from them instead of being read again."""
+    where it runs and in what phase (bound, running, finished, being deleted, nominated: what the log
+    changes in a pod), the rest is taken from them instead of being read again."""
     if previous is None or not _same_task(previous.pod, pod):
         return TaskFacts(pod)
     facts: TaskFacts = object.__new__(TaskFacts)
@@ -106,10 +112,11 @@ def task_facts(pod: Pod, previous: TaskFacts | None = None) -> TaskFacts:
     facts.pod = pod
     facts.status = status_of_pod(pod)
     facts.node = pod.spec.node_name
+    facts.nominated = pod.status.nominated_node_name
     return facts
 
 
-_KEPT = tuple(name for name in TaskFacts.__slots__ if name not in ("pod", "status", "node"))
+_KEPT = tuple(name for name in TaskFacts.__slots__ if name not in ("pod", "status", "node", "nominated"))
 
 
 def _same_task(old: Pod, new: Pod) -> bool:

@@ -2,7 +2,8 @@
 
 Accounting follows Volcano's NodeInfo: a task placed normally takes from `idle` into `used`; a Releasing
 task counts in `used` and `releasing`; a Pipelined task only in `pipelined`. The resources a new task may
-wait for are `future_idle = idle + releasing - pipelined`.
+wait for are `future_idle = idle + releasing - pipelined`. Pod slots follow the same rule: `pod_count`
+counts every task on the node, `releasing_pods` the Releasing ones, whose slots come back once they stop.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class NodeTable:
         "pod_count",
         "ready",
         "releasing",
+        "releasing_pods",
         "resources",
         "taints",
         "tasks",
@@ -57,6 +59,7 @@ class NodeTable:
         # idle + releasing - pipelined, kept incrementally because every fit check reads it
         self.future = base.allocatable.copy()
         self.pod_count = np.zeros(count, dtype=np.int64)
+        self.releasing_pods = np.zeros(count, dtype=np.int64)
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in range(count)]
 
     def __len__(self) -> int:
@@ -81,12 +84,24 @@ class NodeTable:
             self.releasing[i] += vec
             self.used[i] += vec
             self.idle[i] -= vec
+            self.releasing_pods[i] += 1
         else:
             self.used[i] += vec
             self.idle[i] -= vec
             self.future[i] -= vec
         self.pod_count[i] += 1
         self.tasks[i][task.uid] = task
+
+    def reserve(self, i: int, vec: np.ndarray) -> None:
+        """Room on node i held for a pod another replica places (nominated there by a preemption): as a
+        Pipelined task's, without a task."""
+        self.pipelined[i] += vec
+        self.future[i] -= vec
+        self.pod_count[i] += 1
+
+    def future_pods(self, i: int) -> int:
+        """Pod slots taken on node i once its Releasing tasks have stopped."""
+        return int(self.pod_count[i] - self.releasing_pods[i])
 
     def register(self, i: int, task: TaskInfo) -> None:
         """A task already charged (`charge`) is on node i: only listed, for victim searches."""
@@ -102,6 +117,7 @@ class NodeTable:
         np.subtract.at(self.idle, rows, vectors)
         if releasing:
             np.add.at(self.releasing, rows, vectors)
+            self.releasing_pods += np.bincount(rows, minlength=len(self.releasing_pods))
         else:
             np.subtract.at(self.future, rows, vectors)
         self.pod_count += np.bincount(rows, minlength=len(self.pod_count))
@@ -116,6 +132,7 @@ class NodeTable:
             self.releasing[i] -= vec
             self.used[i] -= vec
             self.idle[i] += vec
+            self.releasing_pods[i] -= 1
         else:
             self.used[i] -= vec
             self.idle[i] += vec

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from contracts.objects import Pod
+from contracts.parse_fields import duration_seconds
 from contracts.resources import Resources
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
+COOLDOWN_TIME_KEY = "volcano.sh/cooldown-time"
 
 _INDEX_SUFFIX = re.compile(r"-(\d+)$")
 
@@ -81,12 +83,29 @@ def pod_preemptable(pod: Pod, default: bool = True) -> bool:
     return value.lower() == "true"
 
 
+def pod_cooldown_s(pod: Pod) -> float | None:
+    """Volcano's cdp cool-down (`volcano.sh/cooldown-time`, a Go duration; label first, then annotation):
+    how long after it started a running pod may not be preempted or reclaimed. None when unset, or
+    malformed or not positive, which Volcano also reads as no protection."""
+    value = pod.meta.labels.get(COOLDOWN_TIME_KEY)
+    if value is None:
+        value = pod.meta.annotations.get(COOLDOWN_TIME_KEY)
+    if value is None:
+        return None
+    try:
+        seconds = duration_seconds(value)
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
+
+
 class TaskInfo:
     """Mutable per-session state of one pod. Identity fields never change; `status`, `node` and
     `node_index` move as the session's Statement allocates, pipelines and evicts."""
 
     __slots__ = (
         "best_effort",
+        "cooldown",
         "creation_timestamp",
         "index",
         "init_resreq",
@@ -138,6 +157,7 @@ class TaskInfo:
         self.requested_columns = requested_columns
         self.best_effort = facts.best_effort
         self.preemptable = facts.preemptable
+        self.cooldown = facts.cooldown
         self.status = facts.status
         self.node = facts.node
         self.node_index = -1

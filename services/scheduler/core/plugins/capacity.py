@@ -313,6 +313,5 @@ class CapacityPlugin(Plugin):
         figures = {}
         for name, ledger in self.tree.ledgers.items():
             if name in ssn.queues:
-                allocated, deserved = ledger.figures()
-                figures[name] = QueueUpdate(allocated=allocated, deserved=deserved, share=ledger.share)
+                figures[name] = ledger.update()
         return figures

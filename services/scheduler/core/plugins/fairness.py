@@ -19,11 +19,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from contracts.resources import CPU, EMPTY, MEMORY, MILLI, PODS, Missing, Resources
+from services.scheduler.core.framework.plan import QueueUpdate
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
     from services.scheduler.core.model.job import JobInfo
     from services.scheduler.core.model.queue import QueueInfo
+
+
+# the tasks a queue's request counts besides its allocated ones
+_WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 
 
 def with_pods(resources: Mapping[str, int], pods: int) -> Resources:
@@ -200,9 +205,11 @@ class QueueLedger:
         allocated = with_pods(job.allocated, job.count(*ALLOCATED_STATUSES))
         accumulate(self.allocated, allocated.items())
         accumulate(self.request, allocated.items())
-        for task in job.tasks_by_status[TaskStatus.PENDING].values():
-            accumulate(self.request, task.resreq.items())
-            accumulate(self.request, ((PODS, MILLI),))
+        # a pod waiting in room reserved for it (Pipelined from the start of the session) is pending too
+        for status in _WAITING:
+            for task in job.tasks_by_status[status].values():
+                accumulate(self.request, task.resreq.items())
+                accumulate(self.request, ((PODS, MILLI),))
         for requests, count in job.unplaced.items():  # pending pods another replica places
             accumulate(self.request, requests.times(count).items())
             accumulate(self.request, ((PODS, count * MILLI),))
@@ -251,5 +258,20 @@ class QueueLedger:
 
     def figures(self) -> tuple[dict[str, int], dict[str, int]]:
         """Allocated and deserved as reported in the Queue status (without the pod count)."""
-        allocated = {d: v for d, v in self.allocated.items() if d != PODS}
-        return allocated, {d: v for d, v in self.deserved.items() if d != PODS}
+        return _without_pods(self.allocated), _without_pods(self.deserved)
+
+    def update(self) -> QueueUpdate:
+        """Every figure of the queue at session close (its status and Volcano's queue_* series)."""
+        allocated, deserved = self.figures()
+        return QueueUpdate(
+            allocated=allocated,
+            deserved=deserved,
+            share=self.share,
+            request=_without_pods(self.request),
+            inqueue=_without_pods(self.inqueue),
+            real_capability=_without_pods(self.real_capability),
+        )
+
+
+def _without_pods(resources: Mapping[str, int]) -> dict[str, int]:
+    return {d: v for d, v in resources.items() if d != PODS}

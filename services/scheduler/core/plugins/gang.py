@@ -178,13 +178,18 @@ class GangPlugin(Plugin):
                 # the phase logic (Unknown for a running gang that is short) follows gang's verdict
                 job.unschedulable_this_session = True
 
-    def _verdict(self, ssn: Session, job: JobInfo) -> tuple[Verdict, str]:
-        """Why the gang waits, and the condition's message: the per-reason node counts, then what the
-        verdict adds (what the cluster lacks, that it can never fit)."""
+    def unready_tasks(self, job: JobInfo) -> int:
+        """How many tasks the gang lacks: minAvailable minus its ready tasks and the pending ones this
+        session could allocate (in a statement then discarded). Also Volcano's unschedule_task_count."""
         schedulable = job.ready_task_num() + sum(
             1 for task in job.tasks_by_status[TaskStatus.PENDING].values() if self._placed(task)
         )
-        unready = job.min_available - schedulable
+        return job.min_available - schedulable
+
+    def _verdict(self, ssn: Session, job: JobInfo) -> tuple[Verdict, str]:
+        """Why the gang waits, and the condition's message: the per-reason node counts, then what the
+        verdict adds (what the cluster lacks, that it can never fit)."""
+        unready = self.unready_tasks(job)
         verdict = pending_verdict(ssn, job, unready, self._placed)
         message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {_reasons(ssn, job)}"
         return verdict, f"{message}; {verdict.detail}" if verdict.detail else message

@@ -199,6 +199,5 @@ class ProportionPlugin(Plugin):
     def queue_figures(self, ssn: Session) -> dict[str, QueueUpdate]:
         figures = {}
         for name, ledger in self.ledgers.items():
-            allocated, deserved = ledger.figures()
-            figures[name] = QueueUpdate(allocated=allocated, deserved=deserved, share=ledger.share)
+            figures[name] = ledger.update()
         return figures

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from support.builders import conf, node, pod, podgroup, queue, res, run
 
+from contracts.evictions import eviction_cause
+
 TIERS = (["priority", "gang", "conformance"], ["predicates", "proportion"])
 
 
@@ -128,4 +130,4 @@ def test_reclaim(case: Case) -> None:
     assert result.pipelined == case.pipelined
     assert result.binds == {}
     for plan in result.plans:
-        assert all(e.reason == "reclaim" for e in plan.evictions)
+        assert all(eviction_cause(e.reason) == "reclaim" for e in plan.evictions)
