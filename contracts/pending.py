@@ -27,8 +27,8 @@ NEVER_FITS = "NeverFits"
 NO_MATCHING_NODES = "NoMatchingNodes"
 # its queue dequeues strictly in order (`dequeueStrategy: fifo`) and a job ahead of it cannot be placed
 BEHIND_QUEUE_HEAD = "BehindQueueHead"
-# the room it fits in is reserved for a job that has waited past the starvation threshold
-ROOM_RESERVED = "RoomReserved"
+# a node would take it now, but that room is held for a job that has waited past the starvation threshold
+BEHIND_STARVING_JOB = "BehindStarvingJob"
 # Volcano's reason, for what is none of the above (pipelined tasks waiting for room being released)
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 
@@ -39,7 +39,7 @@ PENDING_REASONS = frozenset(
         NEVER_FITS,
         NO_MATCHING_NODES,
         BEHIND_QUEUE_HEAD,
-        ROOM_RESERVED,
+        BEHIND_STARVING_JOB,
     }
 )
 SCALE_UP_REASONS = frozenset({INSUFFICIENT_CLUSTER_CAPACITY})

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contracts.parse import load_files
-from contracts.pending import BEHIND_QUEUE_HEAD, ROOM_RESERVED
+from contracts.pending import BEHIND_QUEUE_HEAD, BEHIND_STARVING_JOB
 from services.scheduler.core.conf import parse_conf
 from services.simulator.engine import SimulationRun, simulate
 from services.simulator.jobs import SimJob
@@ -76,7 +76,7 @@ def test_with_a_starvation_bound_the_gang_gets_its_room(volcano: SimulationRun) 
     held = [
         key for key, job in smalls.items() if job.submit_time > ARRIVES + THRESHOLD and started(job) >= big
     ]
-    assert held and any(ROOM_RESERVED in reasons_of(bounded, key) for key in held)
+    assert held and any(BEHIND_STARVING_JOB in reasons_of(bounded, key) for key in held)
     # ... but for short ones that ended before it needed the room (backfill)
     backfilled = [
         job

@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING
 
 from contracts.pending import (
     BEHIND_QUEUE_HEAD,
+    BEHIND_STARVING_JOB,
     INSUFFICIENT_CLUSTER_CAPACITY,
     INSUFFICIENT_QUEUE_QUOTA,
     NEVER_FITS,
     NO_MATCHING_NODES,
     NOT_ENOUGH_RESOURCES,
-    ROOM_RESERVED,
 )
 from contracts.resources import CPU, EMPTY, MEMORY, MILLI, PODS, Resources, format_quantity
 from services.scheduler.core.framework.placement import fits_rows
 from services.scheduler.core.model.job import JobInfo
-from services.scheduler.core.model.pending import BEHIND_HEAD, CAPACITY, QUOTA, RESERVED, Verdict
+from services.scheduler.core.model.pending import BEHIND_HEAD, CAPACITY, HELD, QUOTA, Verdict
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -56,13 +56,13 @@ def pending_verdict(ssn: Session, job: JobInfo, unready: int, placed: Callable[[
                     short.add(dimension)
     if cause is not None and cause.kind == CAPACITY:
         short.update(cause.missing)
-    if RESERVED in kinds:
-        return Verdict(ROOM_RESERVED)
+    if HELD in kinds:
+        return Verdict(BEHIND_STARVING_JOB)
     if CAPACITY in kinds or (cause is not None and cause.kind == CAPACITY):
         missing = _missing(job, unready, placed, short, cause.missing if cause is not None else EMPTY)
         parts = [f"cluster lacks {format_resources(missing)}"] if missing else []
-        if job.reservation_note:
-            parts.append(job.reservation_note)
+        if job.hold_note:
+            parts.append(job.hold_note)
         return Verdict(INSUFFICIENT_CLUSTER_CAPACITY, "; ".join(parts), missing)
     if kinds:
         return Verdict(NO_MATCHING_NODES)

@@ -42,7 +42,7 @@ class NodeFailure:
     (Kubernetes' Unschedulable vs UnschedulableAndUnresolvable): preempt and reclaim ignore resolvable
     failures, since eviction is exactly what they do. `kind` says what the reason is about, for the
     PodGroup's pending reason: a placement constraint, the node's room (`CAPACITY`, short on `dimension`),
-    or room reserved for a starving job."""
+    or room held for a starving job."""
 
     reason: str
     nodes: np.ndarray  # bool mask over the session's NodeTable

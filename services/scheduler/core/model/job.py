@@ -46,6 +46,7 @@ class JobInfo:
         "counted",
         "creation_timestamp",
         "fit_errors",
+        "hold_note",
         "job_fit_error",
         "min_available",
         "min_resources",
@@ -60,7 +61,6 @@ class JobInfo:
         "preemptable",
         "priority",
         "queue",
-        "reservation_note",
         "role_status_counts",
         "status_counts",
         "task_min_available",
@@ -105,8 +105,8 @@ class JobInfo:
         # what refused it this session beyond the nodes (a queue's quota, the cluster at enqueue, its fifo
         # queue's head): the strongest one, for the pending reason (framework/pending.py)
         self.pending_cause: Refusal | None = None
-        # set on the job a reservation holds room for (the starvation plugin), for its condition
-        self.reservation_note = ""
+        # set on the job the starvation plugin holds room for, for its condition
+        self.hold_note = ""
         # why it waits, once the gang plugin wrote its Unschedulable condition this session
         self.verdict: Verdict | None = None
         self.unschedulable_this_session = False

@@ -21,7 +21,7 @@ BEHIND_HEAD = "behind-head"
 # what a node failure is about (NodeFailure.kind): a placement constraint, the node's free room, or room
 # held for a starving job
 CONSTRAINT = "constraint"
-RESERVED = "reserved"
+HELD = "held"
 
 
 @dataclass(frozen=True, slots=True)

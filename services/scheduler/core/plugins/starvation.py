@@ -3,21 +3,21 @@ issues #4690, #3095, #2052; Volcano deleted its reservation plugin; its sla plug
 room).
 
 A job is overdue when its PodGroup has been Unschedulable for room (reason InsufficientClusterCapacity or
-RoomReserved, contracts/pending.py) for `threshold` or longer without a break (the condition keeps its
+BehindStarvingJob, contracts/pending.py) for `threshold` or longer without a break (the condition keeps its
 transition time while it stays True) and its gang is still short. Then:
 - enqueue admits it past the cluster's load (job_passes_load; not past its queue's quota);
 - the overdue job that has waited longest, whose queue's quota could hold it and whose pods would fit the
-  cluster once the pods on it end, gets a reservation (plugins/reservation.py): the nodes it will start
-  on, by the expected ends of what runs there, are held for it, and other pods go there only where they
-  do not delay it (they end before it starts, or fit beside it). Its condition says so; the pods it holds
-  back are RoomReserved;
-- while a reservation holds, enqueue also admits past the load a job whose PodGroup says how long it runs
-  (running estimate, simulated duration) and that would end before the reserved room is needed: the room
-  the drain leaves idle is what it backfills.
+  cluster once the pods on it end, gets room held for it, Slurm-style (plugins/held_room.py): the room
+  it will start in, by the expected ends of what runs there, and other pods go there only where they do
+  not delay it (they end before it starts, or fit beside it). Its condition says so; the pods it holds
+  back are BehindStarvingJob;
+- while room is held, enqueue also admits past the load a job whose PodGroup says how long it runs
+  (running estimate, simulated duration) and that would end before the held room is needed: the room the
+  drain leaves idle is what it backfills.
 
-One reservation at a time: every replica computes the same one from the whole cluster, whichever replica
-owns the job, so none places into room another holds. Arguments: `threshold` (a duration, default 10m; 0
-turns the plugin off).
+Room is held for one job at a time: every replica computes the same from the whole cluster, whichever
+replica owns the job, so none places into room another holds. Arguments: `threshold` (a duration, default
+10m; 0 turns the plugin off).
 """
 
 from __future__ import annotations
@@ -28,20 +28,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from contracts.parse_fields import duration_seconds
-from contracts.pending import INSUFFICIENT_CLUSTER_CAPACITY, ROOM_RESERVED
+from contracts.pending import BEHIND_STARVING_JOB, INSUFFICIENT_CLUSTER_CAPACITY
 from contracts.resources import EMPTY, Resources
 from services.scheduler.core.framework.action import PriorityQueue
 from services.scheduler.core.framework.plugin import Event, NodeFailure, Plugin
 from services.scheduler.core.model.job import JobInfo
-from services.scheduler.core.model.pending import CONSTRAINT, RESERVED
+from services.scheduler.core.model.pending import CONSTRAINT, HELD
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
-from services.scheduler.core.plugins.reservation import Reservation, Timeline, plan
+from services.scheduler.core.plugins.held_room import HeldRoom, Timeline, hold_room
 
 if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
 
 DEFAULT_THRESHOLD_S = 600.0
-WAITING_FOR_ROOM = frozenset({INSUFFICIENT_CLUSTER_CAPACITY, ROOM_RESERVED})
+WAITING_FOR_ROOM = frozenset({INSUFFICIENT_CLUSTER_CAPACITY, BEHIND_STARVING_JOB})
 
 
 def threshold_seconds(arguments: Mapping[str, Any]) -> float:
@@ -78,7 +78,7 @@ class StarvationPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self.threshold = threshold_seconds(self.arguments)
-        self._reservation: Reservation | None = None
+        self._held: HeldRoom | None = None
         self._planned = self.threshold <= 0  # off: nothing to plan
         self._planning = False
 
@@ -87,44 +87,44 @@ class StarvationPlugin(Plugin):
             return False
         if overdue(job, ssn.now, self.threshold):
             return True
-        reservation = self._current(ssn)
-        return reservation is not None and reservation.outlasts(ssn, job)
+        held = self._current(ssn)
+        return held is not None and held.outlasts(ssn, job)
 
     def predicate(self, ssn: Session, task: TaskInfo) -> Sequence[NodeFailure]:
-        reservation = self._current(ssn)
-        if reservation is None or task.job == reservation.job:
+        held = self._current(ssn)
+        if held is None or task.job == held.job:
             return ()
-        blocked = reservation.blocks(ssn, task)
-        return () if blocked is None else (NodeFailure(reservation.reason, blocked, kind=RESERVED),)
+        blocked = held.blocks(ssn, task)
+        return () if blocked is None else (NodeFailure(held.reason, blocked, kind=HELD),)
 
     def on_allocate(self, ssn: Session, event: Event) -> None:
-        reservation = self._current(ssn)
-        if reservation is not None:
-            reservation.charge(ssn, event.task, 1)
+        held = self._current(ssn)
+        if held is not None:
+            held.charge(ssn, event.task, 1)
 
     def on_deallocate(self, ssn: Session, event: Event) -> None:
-        reservation = self._current(ssn)
-        if reservation is not None:
-            reservation.charge(ssn, event.task, -1)
+        held = self._current(ssn)
+        if held is not None:
+            held.charge(ssn, event.task, -1)
 
     @property
-    def reservation(self) -> Reservation | None:
-        """The session's reservation, once planned (tests and reports)."""
-        return self._reservation
+    def held(self) -> HeldRoom | None:
+        """The room the session holds, once planned (tests and reports)."""
+        return self._held
 
-    def _current(self, ssn: Session) -> Reservation | None:
+    def _current(self, ssn: Session) -> HeldRoom | None:
         """Planned on first use, when every plugin's predicates are ready (not at session open, where a
         later tier's plugin has not opened yet)."""
         if not self._planned and not self._planning:
             self._planning = True  # the plan asks the predicates, this one's included: it answers nothing
-            self._reservation = reserve(ssn, self.threshold)
+            self._held = hold_for_overdue(ssn, self.threshold)
             self._planning = False
             self._planned = True
-        return self._reservation
+        return self._held
 
 
-def reserve(ssn: Session, threshold: float) -> Reservation | None:
-    """The reservation for the overdue job that has waited longest and can fit, if any."""
+def hold_for_overdue(ssn: Session, threshold: float) -> HeldRoom | None:
+    """The room held for the overdue job that has waited longest and can fit, if any."""
     candidates = [
         job for job in ssn.jobs.values() if not job.is_pending_phase() and overdue(job, ssn.now, threshold)
     ]
@@ -138,12 +138,12 @@ def reserve(ssn: Session, threshold: float) -> Reservation | None:
         if not tasks or queue is None or not ssn.quota_fits(queue, _sum(tasks)):
             continue  # it waits for pods, or its queue could never hold it: room held for it would idle
         allowed = [_allowed_nodes(ssn, task) for task in tasks]
-        reservation = plan(ssn, job.uid, tasks, allowed, timeline)
-        if reservation is not None:
-            count = len(reservation.rows)
+        held = hold_room(ssn, job.uid, tasks, allowed, timeline)
+        if held is not None:
+            count = len(held.rows)
             nodes = f"{count} node{'s' if count != 1 else ''}"
-            job.reservation_note = f"waited past the starvation threshold: room reserved on {nodes}"
-            return reservation
+            job.hold_note = f"waited past the starvation threshold: room held on {nodes}"
+            return held
     return None
 
 

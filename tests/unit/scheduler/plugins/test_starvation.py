@@ -1,5 +1,5 @@
-"""starvation: which jobs are overdue, the room a reservation holds and when, which pods may still go to
-reserved nodes, enqueue past the cluster's load, and the plugin's arguments."""
+"""starvation: which jobs are overdue, the room held for one and from when, which pods may still go to
+nodes with held room, enqueue past the cluster's load, and the plugin's arguments."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from support.builders import conf, node, pod, podgroup, queue
 
 from contracts.objects import PodGroup, PodGroupCondition, PodGroupStatus, PodStatus
-from contracts.pending import INSUFFICIENT_CLUSTER_CAPACITY, INSUFFICIENT_QUEUE_QUOTA, ROOM_RESERVED
+from contracts.pending import BEHIND_STARVING_JOB, INSUFFICIENT_CLUSTER_CAPACITY, INSUFFICIENT_QUEUE_QUOTA
 from contracts.resources import Resources
 from services.scheduler.core.conf import ConfError, parse_conf
 from services.scheduler.core.framework.session import Session
@@ -72,7 +72,7 @@ OVERDUE_CASES = [
     pytest.param(waiting("g", 0.0), True, id="waited-past-the-threshold"),
     pytest.param(waiting("g", NOW - 600), True, id="exactly-the-threshold"),
     pytest.param(waiting("g", NOW - 599), False, id="not-yet"),
-    pytest.param(waiting("g", 0.0, ROOM_RESERVED), True, id="held-back-by-another-reservation"),
+    pytest.param(waiting("g", 0.0, BEHIND_STARVING_JOB), True, id="held-back-by-room-held-for-another"),
     pytest.param(waiting("g", 0.0, INSUFFICIENT_QUEUE_QUOTA), False, id="waiting-on-quota-is-not-starving"),
     pytest.param(waiting("g", 0.0, "NotEnoughTasks"), False, id="waiting-for-its-pods"),
     pytest.param(podgroup("g"), False, id="never-unschedulable"),
@@ -90,8 +90,8 @@ def test_a_ready_gang_is_not_overdue() -> None:
     assert not overdue(ssn.jobs["default/g"], NOW, 600.0)
 
 
-# --- the reservation ---------------------------------------------------------------------------------------
-def test_the_reservation_starts_when_the_pods_it_waits_for_end() -> None:
+# --- the held room -----------------------------------------------------------------------------------------
+def test_the_held_room_is_needed_when_the_pods_it_waits_for_end() -> None:
     # n1 frees its 4 busy cpus at 1100, n2 at 1300: the gang of two 8-cpu pods starts at 1300 on both
     objects = [
         node("n1", cpu=8),
@@ -103,15 +103,15 @@ def test_the_reservation_starts_when_the_pods_it_waits_for_end() -> None:
     ]
     ssn = open_session(objects)
     result = ssn.run()
-    reservation = ssn.plugins["starvation"].reservation  # type: ignore[attr-defined]
-    assert reservation is not None
-    assert (reservation.job, reservation.start) == ("default/big", 1300.0)
-    assert sorted(ssn.nodes.names[r] for r in reservation.rows) == ["n1", "n2"]
+    held = ssn.plugins["starvation"].held  # type: ignore[attr-defined]
+    assert held is not None
+    assert (held.job, held.start) == ("default/big", 1300.0)
+    assert sorted(ssn.nodes.names[r] for r in held.rows) == ["n1", "n2"]
     assert result.binds == {}
     assert condition(result, "big") == (
         INSUFFICIENT_CLUSTER_CAPACITY,
         "2/2 tasks in gang unschedulable: 3 nodes: insufficient cpu; "
-        "cluster lacks cpu 16; waited past the starvation threshold: room reserved on 2 nodes",
+        "cluster lacks cpu 16; waited past the starvation threshold: room held on 2 nodes",
     )
 
 
@@ -119,14 +119,14 @@ def test_pods_of_unknown_length_hold_their_room_until_the_end_of_time() -> None:
     objects = [node("n1", cpu=8), running("r1", "n1", 4, 0.0, None), *big(pods=1)]
     ssn = open_session(objects)
     ssn.run()
-    reservation = ssn.plugins["starvation"].reservation  # type: ignore[attr-defined]
-    assert reservation is not None and reservation.start == math.inf
+    held = ssn.plugins["starvation"].held  # type: ignore[attr-defined]
+    assert held is not None and held.start == math.inf
 
 
-def test_no_reservation_for_a_gang_the_empty_cluster_cannot_hold() -> None:
+def test_no_room_is_held_for_a_gang_the_empty_cluster_cannot_hold() -> None:
     ssn = open_session([node("n1", cpu=8), *big(pods=3)])
     ssn.run()
-    assert ssn.plugins["starvation"].reservation is None  # type: ignore[attr-defined]
+    assert ssn.plugins["starvation"].held is None  # type: ignore[attr-defined]
 
 
 def test_the_job_that_waited_longest_gets_the_room() -> None:
@@ -140,11 +140,11 @@ def test_the_job_that_waited_longest_gets_the_room() -> None:
     ]
     ssn = open_session(objects)
     ssn.run()
-    assert ssn.plugins["starvation"].reservation.job == "default/early"  # type: ignore[attr-defined]
+    assert ssn.plugins["starvation"].held.job == "default/early"  # type: ignore[attr-defined]
 
 
-# --- who may use reserved nodes (n1, n2 reserved from 1300; n3 free and not reserved) -------------------
-def reserved_cluster(n1_cpu: int = 8, n3_cpu: int = 2) -> list[Any]:
+# --- who may use nodes with held room (n1, n2 held from 1300; n3 free and not held) ------------------
+def held_cluster(n1_cpu: int = 8, n3_cpu: int = 2) -> list[Any]:
     return [
         node("n1", cpu=n1_cpu),
         node("n2", cpu=8),
@@ -155,10 +155,10 @@ def reserved_cluster(n1_cpu: int = 8, n3_cpu: int = 2) -> list[Any]:
     ]
 
 
-# (seconds it runs, room on the unreserved n3) -> the nodes it may go to, none when held back
+# (seconds it runs, room on n3, not held) -> the nodes it may go to, none when held back
 BACKFILL_CASES = [
-    pytest.param(300, 0, {"n1", "n2"}, id="ends-exactly-when-the-reservation-starts"),
-    pytest.param(299, 0, {"n1", "n2"}, id="ends-before-the-reservation-starts"),
+    pytest.param(300, 0, {"n1", "n2"}, id="ends-exactly-when-the-held-room-is-needed"),
+    pytest.param(299, 0, {"n1", "n2"}, id="ends-before-the-held-room-is-needed"),
     pytest.param(301, 0, set(), id="would-delay-it-and-nothing-else-is-free"),
     pytest.param(None, 0, set(), id="unknown-length-may-not-delay-it"),
     pytest.param(3000, 2, {"n3"}, id="a-long-pod-goes-to-a-node-it-does-not-need"),
@@ -166,34 +166,34 @@ BACKFILL_CASES = [
 
 
 @pytest.mark.parametrize(("seconds", "n3_cpu", "placed"), BACKFILL_CASES)
-def test_backfill_only_where_it_does_not_delay_the_reservation(
+def test_backfill_only_where_it_does_not_delay_the_starving_job(
     seconds: float | None, n3_cpu: int, placed: set[str]
 ) -> None:
-    result = open_session([*reserved_cluster(n3_cpu=n3_cpu), *one_pod("small", 2, seconds)]).run()
+    result = open_session([*held_cluster(n3_cpu=n3_cpu), *one_pod("small", 2, seconds)]).run()
     if placed:
         assert list(result.binds) == ["default/small-0"] and result.binds["default/small-0"] in placed
     else:
         assert result.binds == {}
         assert condition(result, "small") == (
-            ROOM_RESERVED,
-            "1/1 tasks in gang unschedulable: 2 nodes: room reserved for starving job default/big; "
+            BEHIND_STARVING_JOB,
+            "1/1 tasks in gang unschedulable: 2 nodes: room held for starving job default/big; "
             "1 node: insufficient cpu",
         )
 
 
-def test_a_long_pod_fits_beside_the_reservation_once() -> None:
-    # n1 has 10 cpus: 2 are left beside the reserved 8 at 1300, for one 2-cpu pod of any length
+def test_a_long_pod_fits_beside_the_held_room_once() -> None:
+    # n1 has 10 cpus: 2 are left beside the 8 held at 1300, for one 2-cpu pod of any length
     objects = [
-        *reserved_cluster(n1_cpu=10, n3_cpu=0),
+        *held_cluster(n1_cpu=10, n3_cpu=0),
         *one_pod("first", 2, None),
         *one_pod("second", 2, None),
     ]
     result = open_session(objects).run()
     assert result.binds == {"default/first-0": "n1"}
-    assert condition(result, "second")[0] == ROOM_RESERVED
+    assert condition(result, "second")[0] == BEHIND_STARVING_JOB
 
 
-def test_the_reserved_job_itself_is_not_held_back() -> None:
+def test_the_starving_job_itself_is_not_held_back() -> None:
     # everything on the nodes has ended by now: the gang fits and is placed at once
     objects = [node("n1", cpu=8), node("n2", cpu=8), *big()]
     result = open_session(objects).run()
@@ -206,9 +206,9 @@ def test_threshold_zero_turns_it_off() -> None:
         ["priority", "gang"],
         ["predicates", "proportion", {"name": "starvation", "arguments": {"threshold": 0}}],
     )
-    ssn = open_session([*reserved_cluster(n3_cpu=0), *one_pod("long", 2, None)], off)
+    ssn = open_session([*held_cluster(n3_cpu=0), *one_pod("long", 2, None)], off)
     result = ssn.run()
-    assert ssn.plugins["starvation"].reservation is None  # type: ignore[attr-defined]
+    assert ssn.plugins["starvation"].held is None  # type: ignore[attr-defined]
     assert list(result.binds) == ["default/long-0"]
 
 
@@ -295,12 +295,12 @@ def test_threshold_argument(value: Any, problem: str) -> None:
 
 def test_a_replica_keeps_out_of_room_held_for_a_job_another_replica_places() -> None:
     # this replica does not own big: it plans big's room from its pods all the same, and holds back its own
-    objects = [*reserved_cluster(n3_cpu=0), *one_pod("small", 2, None)]
+    objects = [*held_cluster(n3_cpu=0), *one_pod("small", 2, None)]
     ssn = open_session(objects, owns=lambda key: key != "default/big")
     result = ssn.run()
-    assert ssn.plugins["starvation"].reservation.job == "default/big"  # type: ignore[attr-defined]
+    assert ssn.plugins["starvation"].held.job == "default/big"  # type: ignore[attr-defined]
     assert result.binds == {}
-    assert condition(result, "small")[0] == ROOM_RESERVED
+    assert condition(result, "small")[0] == BEHIND_STARVING_JOB
     assert "default/big" not in result.podgroups
 
 
@@ -308,8 +308,8 @@ def test_no_room_is_held_for_a_job_its_queue_could_never_hold() -> None:
     # q1 may hold 8 cpus: the gang of 16 waits on its quota however long it waits, so no node is held
     capped = queue("q1", capability=Resources.parse({"cpu": 8}))
     group = replace(waiting("big", 0.0, min_member=2), queue="q1")
-    objects = [capped, *reserved_cluster(n3_cpu=0)[:5], group, *big()[1:], *one_pod("small", 2, None)]
+    objects = [capped, *held_cluster(n3_cpu=0)[:5], group, *big()[1:], *one_pod("small", 2, None)]
     ssn = open_session(objects)
     result = ssn.run()
-    assert ssn.plugins["starvation"].reservation is None  # type: ignore[attr-defined]
+    assert ssn.plugins["starvation"].held is None  # type: ignore[attr-defined]
     assert list(result.binds) == ["default/small-0"]

@@ -1,18 +1,19 @@
-"""Room held for a job that has waited too long, Slurm-style (the reservation of EASY backfill). Pure.
+"""Room held for a job that has waited too long, as Slurm's reservation for the top job of EASY backfill
+(not the room a preemption reserves for its preemptor: actions/reservations.py). Pure.
 
 The job's start is the earliest moment its pods fit the nodes if nothing new were placed: each pod on a
 node frees its room at its expected end (start time + its PodGroup's running estimate or its simulated
 duration, `contracts/pending.py`; a pod of unknown length frees it only "eventually"). At that moment the
 job's pods are packed first-fit on the nodes their placement constraints allow; the room they take there is
-reserved. Another pod may then go to a reserved node only where it does not delay the job:
+held. Another pod may then go to a node with held room only where it does not delay the job:
 - it ends before the job's start (both known), or
-- it fits in what the node has left at the job's start next to the reserved room (`spare`), which every pod
+- it fits in what the node has left at the job's start next to the held room (`spare`), which every pod
   placed there for longer then uses up.
-Nodes without a reservation are not restricted: what a pod takes there now is room the job does not need.
+Nodes without held room are not restricted: what a pod takes there now is room the job does not need.
 
-A reservation is made afresh each session from the snapshot (no state carries over): pods that end early
-move the start forward, pods that overrun their estimate push it back. Packing is greedy, so the start may
-come later than the best packing's; feasibility is searched by bisection over the moments pods end.
+The room is held afresh each session from the snapshot (no state carries over): pods that end early move
+the start forward, pods that overrun their estimate push it back. Packing is greedy, so the start may come
+later than the best packing's; feasibility is searched by bisection over the moments pods end.
 """
 
 from __future__ import annotations
@@ -100,13 +101,13 @@ class Timeline:
 
 
 @dataclass(slots=True)
-class Reservation:
+class HeldRoom:
     """Room held on `rows` for `job`'s pods from `start` (math.inf: once pods of unknown length end)."""
 
     job: str
     start: float
-    rows: np.ndarray  # reserved node rows
-    spare: np.ndarray  # per reserved row, what is left at `start` beside the job's pods (rows x dims)
+    rows: np.ndarray  # the node rows with held room
+    spare: np.ndarray  # per such row, what is left at `start` beside the job's pods (rows x dims)
     reason: str
     _position: dict[int, int] = field(default_factory=dict)
     _charged: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
@@ -131,8 +132,8 @@ class Reservation:
         return mask
 
     def charge(self, ssn: Session, task: TaskInfo, sign: int) -> None:
-        """A task placed (sign 1) on a reserved node for longer than the wait uses up its spare room; undone
-        (sign -1), it gives it back."""
+        """A task placed (sign 1) on a node with held room for longer than the wait uses up its spare room;
+        undone (sign -1), it gives it back."""
         if sign < 0:
             charged = self._charged.pop(task.uid, None)
             if charged is not None:
@@ -145,7 +146,7 @@ class Reservation:
         self._charged[task.uid] = (position, task.init_vector)
 
     def outlasts(self, ssn: Session, job: JobInfo) -> bool:
-        """Would a job whose pods do not exist yet end before the reservation starts (its PodGroup says how
+        """Would a job whose pods do not exist yet end before the held room is needed (its PodGroup says how
         long they run)?"""
         annotations = job.podgroup.meta.annotations
         end = expected_end(annotations, annotations, None, ssn.now)
@@ -160,11 +161,11 @@ class Reservation:
         return math.isfinite(self.start) and end <= self.start
 
 
-def plan(
+def hold_room(
     ssn: Session, job: str, tasks: Sequence[TaskInfo], allowed: Sequence[np.ndarray], timeline: Timeline
-) -> Reservation | None:
-    """The reservation for `tasks` (the pods `job` still needs, each with the nodes its constraints allow),
-    or None when they would not fit even once every pod on the nodes has ended."""
+) -> HeldRoom | None:
+    """The room to hold for `tasks` (the pods `job` still needs, each with the nodes its constraints
+    allow), or None when they would not fit even once every pod on the nodes has ended."""
     base = ssn.nodes.future_idle()
     moments = timeline.moments(ssn.now)
     if not len(timeline.ends) or math.isfinite(timeline.ends[-1]):
@@ -185,8 +186,8 @@ def plan(
             low = middle + 1
     left, taken = packed
     rows = np.flatnonzero(taken.any(axis=1))
-    reason = f"room reserved for starving job {job}"
-    return Reservation(job=job, start=moments[high], rows=rows, spare=left[rows], reason=reason)
+    reason = f"room held for starving job {job}"
+    return HeldRoom(job=job, start=moments[high], rows=rows, spare=left[rows], reason=reason)
 
 
 def _pack(
