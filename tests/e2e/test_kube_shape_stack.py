@@ -96,16 +96,17 @@ def test_a_job_asking_for_a_gpu_no_node_has_says_why_it_waits(stack, tmp_path: P
             f"no Unschedulable condition within {WAIT_S:.0f}s:\n{described.stdout}"
         )
     lines = described.stdout.splitlines()
-    assert why[0].split()[:2] == ["Unschedulable", "True"] and "nvidia.com/gpu" in why[0]
+    # no node has a GPU: it can never fit, and says so (its reason, then the message)
+    assert why[0].split()[:3] == ["Unschedulable", "True", "NeverFits"] and "nvidia.com/gpu" in why[0]
     assert ["Queue:", "default", "(Open)"] in [line.split() for line in lines]
     assert ["Phase:", "Pending"] in [line.split() for line in lines]
     events = lines[lines.index("Events:") + 1 :]
     assert events[0].split() == ["Type", "Reason", "Age", "From", "Message"]
-    warning = [line for line in events if line.split()[:2] == ["Warning", "Unschedulable"]]
+    warning = [line for line in events if line.split()[:2] == ["Warning", "NeverFits"]]
     assert warning and "podgroup/gpu-train:" in warning[0] and "nvidia.com/gpu" in warning[0]
 
     viewed = stack.lahar("job", "view", "-N", "gpu-train")
     assert viewed.returncode == 0, viewed.stdout + viewed.stderr
     shown = viewed.stdout.splitlines()
-    assert "Events:" in shown and any(line.split()[:2] == ["Warning", "Unschedulable"] for line in shown)
+    assert "Events:" in shown and any(line.split()[:2] == ["Warning", "NeverFits"] for line in shown)
     assert lahar_json(stack, "delete", "job", "gpu-train")["accepted"]
