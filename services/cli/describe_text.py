@@ -16,6 +16,23 @@ from services.cli.describe_layout import NONE, Field, entries, fields, quantitie
 from services.cli.event_rows import events_section
 from shared.client_reads import HistoryEntry
 
+TASK_COLUMNS = ("NAME", "REPLICAS", "MIN", "IMAGE", "REQUESTS")
+
+
+def task_rows(job: Job) -> list[tuple[object, ...]]:
+    """A row per task (TASK_COLUMNS), as `describe job` and `job view` show them."""
+    return [
+        (
+            t.name,
+            t.replicas,
+            t.min_available,
+            ",".join(c.image for c in t.template.spec.containers),
+            output.quantities(t.template.spec.effective_requests()),
+        )
+        for t in job.tasks
+    ]
+
+
 GROUP_NAME = "scheduling.k8s.io/group-name"
 JOB_NAME = "volcano.sh/job-name"
 
@@ -77,16 +94,7 @@ def describe_job(
         ("Max Retry", job.max_retry),
         ("Priority Class", job.priority_class_name),
     ]
-    tasks = [
-        (
-            t.name,
-            t.replicas,
-            t.min_available,
-            ",".join(c.image for c in t.template.spec.containers),
-            output.quantities(t.template.spec.effective_requests()),
-        )
-        for t in job.tasks
-    ]
+    tasks = task_rows(job)
     state = s.state
     status: list[Field] = [("Phase", state.phase + (f" ({state.reason})" if state.reason else ""))]
     if state.message:

@@ -18,6 +18,7 @@ from contracts.objects import API_VERSIONS, Job
 from services.cli import output, selection
 from services.cli.cluster_cmd import command, run
 from services.cli.describe_cmd import recent_events
+from services.cli.describe_text import TASK_COLUMNS, task_rows
 from services.cli.event_rows import events_section
 from shared.client import LaharClient
 
@@ -207,17 +208,8 @@ def describe(job: Job, now: float) -> str:
         f"failed {s.failed}, terminating {s.terminating}, unknown {s.unknown}",
         "Tasks:",
     ]
-    rows = [
-        (
-            t.name,
-            t.replicas,
-            t.min_available,
-            ",".join(c.image for c in t.template.spec.containers),
-            output.quantities(t.template.spec.effective_requests()),
-        )
-        for t in job.tasks
-    ]
-    table = output.table(("NAME", "REPLICAS", "MIN", "IMAGE", "REQUESTS"), rows)
+    rows = task_rows(job)
+    table = output.table(TASK_COLUMNS, rows)
     return "\n".join(lines + ["  " + line for line in table.splitlines()])
 
 

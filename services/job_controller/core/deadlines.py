@@ -9,10 +9,12 @@ checkpoint is loaded.
 
 from __future__ import annotations
 
-import heapq
-
 from services.job_controller.core.phase import FINAL_PHASES
-from services.job_controller.core.state import Deadlines, JobRecord
+from services.job_controller.core.state import JobRecord
+from services.job_controller.core.timer_heap import TimerHeap, due
+from services.job_controller.core.timer_heap import schedule as schedule_at
+
+__all__ = ["due", "next_deadline", "rebuild", "schedule"]
 
 
 def next_deadline(record: JobRecord) -> float | None:
@@ -25,29 +27,12 @@ def next_deadline(record: JobRecord) -> float | None:
     return min(times, default=None)
 
 
-def schedule(deadlines: Deadlines, key: str, record: JobRecord | None) -> None:
-    deadline = None if record is None else next_deadline(record)
-    if deadline is None:
-        deadlines.scheduled.pop(key, None)
-    elif deadlines.scheduled.get(key) != deadline:
-        deadlines.scheduled[key] = deadline
-        heapq.heappush(deadlines.heap, (deadline, key))
+def schedule(deadlines: TimerHeap, key: str, record: JobRecord | None) -> None:
+    schedule_at(deadlines, key, None if record is None else next_deadline(record))
 
 
-def due(deadlines: Deadlines, now: float) -> list[str]:
-    """The jobs whose deadline is at or before now; each is handed out once per deadline."""
-    keys = []
-    heap = deadlines.heap
-    while heap and heap[0][0] <= now:
-        deadline, key = heapq.heappop(heap)
-        if deadlines.scheduled.get(key) == deadline:
-            del deadlines.scheduled[key]
-            keys.append(key)
-    return keys
-
-
-def rebuild(records: dict[str, JobRecord]) -> Deadlines:
-    deadlines = Deadlines()
+def rebuild(records: dict[str, JobRecord]) -> TimerHeap:
+    deadlines = TimerHeap()
     for key, record in records.items():
         schedule(deadlines, key, record)
     return deadlines

@@ -29,6 +29,7 @@ from contracts import payloads
 from contracts.objects import Job, PriorityClass
 from services.job_controller.core.phase import STOPPING_PHASES
 from services.job_controller.core.pod_lifecycle import FINISHED_POD_PHASES, gone
+from services.job_controller.core.timer_heap import TimerHeap
 
 # (seq, event id) of the event that made something true: the seq orders causes, the id becomes the
 # causation id of the outputs that follow from it.
@@ -160,22 +161,13 @@ class JobRecord:
 
 
 @dataclass(slots=True)
-class Deadlines:
-    """A heap of (deadline, job key), and each job's latest deadline: entries it moved away from are
-    stale and skipped (see deadlines.py)."""
-
-    heap: list[tuple[float, str]] = field(default_factory=list)
-    scheduled: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
 class State:
     jobs: dict[str, JobRecord] = field(default_factory=dict)  # by job key
     pod_owner: dict[str, str] = field(default_factory=dict)  # pod key -> job key (derived from jobs)
     queue_states: dict[str, str] = field(default_factory=dict)  # from QueueStateChanged
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     # the jobs' time-based deadlines (deadlines.py; derived from jobs, not checkpointed)
-    deadlines: Deadlines = field(default_factory=lambda: Deadlines(), compare=False)
+    deadlines: TimerHeap = field(default_factory=TimerHeap, compare=False)
 
 
 def new_record(key: str, job: Job | None, cause: Cause) -> JobRecord:

@@ -7,6 +7,7 @@ from typing import Any
 
 from contracts import codec
 from contracts.objects_flow import CronJob, FlowJobRun, JobFlow, JobTemplate
+from services.job_controller.core.timer_heap import TimerHeap, schedule
 from services.job_controller.core.workloads.cron import next_fire
 from services.job_controller.core.workloads.owners import CRONJOB, Owner
 from services.job_controller.core.workloads.state import (
@@ -14,10 +15,8 @@ from services.job_controller.core.workloads.state import (
     FlowRecord,
     FlowRunStatus,
     MadeJob,
-    Timers,
     WorkloadsState,
 )
-from services.job_controller.core.workloads.timers import schedule
 
 
 def to_plain(state: WorkloadsState) -> dict[str, Any]:
@@ -77,7 +76,7 @@ def rebuild(state: WorkloadsState) -> None:
         namespace = job.key.partition("/")[0]
         maker = ("cronjob" if job.owner.kind == CRONJOB else "jobflow", f"{namespace}/{job.owner.name}")
         state.owned.setdefault(maker, set()).add(job.key)
-    state.timers = Timers()
+    state.timers = TimerHeap()
     for key, record in state.cronjobs.items():
         schedule(state.timers, key, next_fire(record, 0.0))
 

@@ -5,8 +5,8 @@ too).
 It folds the CronJobs, JobTemplates and JobFlows admission accepted and the Jobs' lifecycles (fold.py),
 decides per CronJob or JobFlow which jobs to create and delete (cron.py, flow.py) and returns them as
 requests for admission's events (requests.py), and renders their statuses for the read model
-(render.py). Time matters to CronJobs only: `due` hands out the CronJobs whose schedule fires (timers.py),
-and `next_moment` says when the next one will, for a simulated clock.
+(render.py). Time matters to CronJobs only: `due` hands out the CronJobs whose schedule fires
+(core/timer_heap.py), and `next_moment` says when the next one will, for a simulated clock.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from contracts import codec
-from services.job_controller.core.workloads import checkpoint, timers
+from services.job_controller.core import timer_heap
+from services.job_controller.core.workloads import checkpoint
 from services.job_controller.core.workloads.cron import decide_cron, next_fire
 from services.job_controller.core.workloads.flow import decide_flow
 from services.job_controller.core.workloads.fold import HANDLED_EVENTS, Touched, apply, flow_jobs, made_by
@@ -42,10 +43,10 @@ class WorkloadsCore:
     def due(self, state: WorkloadsState, now: float) -> list[WorkloadKey]:
         """The CronJobs whose schedule fires by `now`, each scheduled again for its next time."""
         keys = []
-        for key in timers.due(state.timers, now):
+        for key in timer_heap.due(state.timers, now):
             record = state.cronjobs.get(key)
             if record is not None:
-                timers.schedule(state.timers, key, next_fire(record, now))
+                timer_heap.schedule(state.timers, key, next_fire(record, now))
                 keys.append(("cronjob", key))
         return keys
 

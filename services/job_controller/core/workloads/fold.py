@@ -16,6 +16,7 @@ from contracts import payloads
 from contracts.objects import Job
 from contracts.objects_flow import CronJob, FlowJobRun, JobFlow, JobTemplate
 from services.job_controller.core.phase import FINAL_PHASES
+from services.job_controller.core.timer_heap import schedule
 from services.job_controller.core.workloads import flow as flows
 from services.job_controller.core.workloads.cron import next_fire
 from services.job_controller.core.workloads.owners import (
@@ -32,7 +33,6 @@ from services.job_controller.core.workloads.state import (
     WorkloadKey,
     WorkloadsState,
 )
-from services.job_controller.core.workloads.timers import schedule
 from shared.projected_core import ObjectKey
 from shared.runner_types import Event
 

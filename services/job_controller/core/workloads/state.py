@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from contracts.objects_flow import CronJob, FlowJobRun, JobFlow, JobTemplate
+from services.job_controller.core.timer_heap import TimerHeap
 from services.job_controller.core.workloads.owners import Owner
 
 # what the core reconciles one at a time: ("cronjob" | "jobflow", "namespace/name")
@@ -66,14 +67,6 @@ class FlowRunStatus:
 
 
 @dataclass(slots=True)
-class Timers:
-    """When each CronJob next fires, as a heap with the latest entry per key (stale ones are skipped)."""
-
-    heap: list[tuple[float, str]] = field(default_factory=list)
-    scheduled: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
 class WorkloadsState:
     cronjobs: dict[str, CronRecord] = field(default_factory=dict)
     jobflows: dict[str, FlowRecord] = field(default_factory=dict)
@@ -85,7 +78,7 @@ class WorkloadsState:
     doomed: dict[str, WorkloadKey] = field(default_factory=dict)
     # derived from the CronJobs, and moved on by the loop's timer (not compared: a loaded state's timers
     # are rebuilt from its CronJobs, which fire no later for it)
-    timers: Timers = field(default_factory=Timers, compare=False)
+    timers: TimerHeap = field(default_factory=TimerHeap, compare=False)  # when each CronJob next fires
     # what the last reconcile noticed (too many missed schedules, ...): read and cleared by the service;
     # not checkpointed
     notes: list[str] = field(default_factory=list, compare=False)
