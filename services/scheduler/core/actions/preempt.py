@@ -172,14 +172,7 @@ class PreemptAction(Action):
             scores = ssn.node_order_fn(preemptor, nodes)
             ordered = (int(node) for node in nodes[np.argsort(-scores, kind="stable")])
             choice = search.best(ordered, self.max_candidates)
-        if choice is None:
-            attempts.no_room(preemptor, search.misses)
-            return False
-        for victim in choice.victims:
-            stmt.evict(victim, search.reason)
-        stmt.pipeline(preemptor, choice.node)
-        attempts.room(preemptor, ssn.nodes.names[choice.node], choice.victims)
-        return True
+        return search.settle(choice, stmt, attempts)
 
     # --- topology-aware variant (kube-scheduler's DryRunPreemption / SelectCandidate) -------------------
     def _candidate(self, ssn: Session, search: VictimSearch, nodes: np.ndarray) -> Choice | None:

@@ -125,14 +125,7 @@ class ReclaimAction(Action):
             f"{REASON}: for {task.key} (job {job.uid}, queue {job.queue})",
         )
         choice = search.best((int(node) for node in fit.candidates), MAX_CANDIDATES)
-        if choice is None:
-            attempts.no_room(task, search.misses)
-            return False
-        for victim in choice.victims:
-            stmt.evict(victim, search.reason)
-        stmt.pipeline(task, choice.node)
-        attempts.room(task, ssn.nodes.names[choice.node], choice.victims)
-        return True
+        return search.settle(choice, stmt, attempts)
 
 
 def _may_not_reclaim(ssn: Session, queue: QueueInfo, task: TaskInfo) -> str:

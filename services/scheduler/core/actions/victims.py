@@ -28,7 +28,9 @@ from services.scheduler.core.framework.action import PriorityQueue
 from services.scheduler.core.model.task import TaskInfo
 
 if TYPE_CHECKING:
+    from services.scheduler.core.actions.explain import Attempts
     from services.scheduler.core.framework.session import Session
+    from services.scheduler.core.framework.statement import Statement
 
 # (why the node has no victim when this stage leaves none, which pods pass it)
 Stage = tuple[str, Callable[[TaskInfo], bool]]
@@ -86,6 +88,18 @@ class VictimSearch:
             if found >= wanted:
                 break
         return best
+
+    def settle(self, choice: Choice | None, stmt: Statement, attempts: Attempts) -> bool:
+        """Put the chosen evictions and the task pipelined into the room they free on `stmt`, and say
+        what happened in `attempts`; False (nothing on `stmt`) when there was no choice."""
+        if choice is None:
+            attempts.no_room(self.task, self.misses)
+            return False
+        for victim in choice.victims:
+            stmt.evict(victim, self.reason)
+        stmt.pipeline(self.task, choice.node)
+        attempts.room(self.task, self.ssn.nodes.names[choice.node], choice.victims)
+        return True
 
     def on_node(self, node: int) -> Choice | None:
         if self.fits(node):
