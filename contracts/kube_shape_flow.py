@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contracts.kube_shape_core import Doc, kube_meta
 from contracts.kube_shape_volcano import kube_job
-from contracts.kube_values import go_duration, put, rfc3339, thaw
+from contracts.kube_values import go_duration, optional_rfc3339, put, thaw
 from contracts.objects import Job
 from contracts.objects_flow import (
     CronJob,
@@ -19,10 +19,6 @@ from contracts.objects_flow import (
     JobFlow,
     JobTemplate,
 )
-
-
-def _time(seconds: float | None) -> str | None:
-    return None if seconds is None else rfc3339(seconds)
 
 
 def _job_spec(job: Job) -> Doc:
@@ -53,8 +49,8 @@ def kube_cronjob(cronjob: CronJob) -> Doc:
         for name in cronjob.status.active
     ]
     put(status, "active", active)
-    put(status, "lastScheduleTime", _time(cronjob.status.last_schedule_time))
-    put(status, "lastSuccessfulTime", _time(cronjob.status.last_successful_time))
+    put(status, "lastScheduleTime", optional_rfc3339(cronjob.status.last_schedule_time))
+    put(status, "lastSuccessfulTime", optional_rfc3339(cronjob.status.last_successful_time))
     return {"metadata": kube_meta(cronjob.meta, namespaced=True), "spec": spec, "status": status}
 
 
@@ -113,14 +109,14 @@ def _flow(flow: Flow) -> Doc:
 def _job_status(job: FlowJobStatus) -> Doc:
     out: Doc = {"name": job.name}
     put(out, "state", job.state)
-    put(out, "startTimestamp", _time(job.start_timestamp))
-    put(out, "endTimestamp", _time(job.end_timestamp))
+    put(out, "startTimestamp", optional_rfc3339(job.start_timestamp))
+    put(out, "endTimestamp", optional_rfc3339(job.end_timestamp))
     put(out, "restartCount", job.restart_count)
     runs = []
     for run in job.running_histories:
         entry: Doc = {"state": run.state}
-        put(entry, "startTimestamp", _time(run.start_timestamp))
-        put(entry, "endTimestamp", _time(run.end_timestamp))
+        put(entry, "startTimestamp", optional_rfc3339(run.start_timestamp))
+        put(entry, "endTimestamp", optional_rfc3339(run.end_timestamp))
         runs.append(entry)
     put(out, "runningHistories", runs)
     return out
@@ -129,7 +125,7 @@ def _job_status(job: FlowJobStatus) -> Doc:
 def _condition(condition: FlowCondition) -> Doc:
     out: Doc = {}
     put(out, "phase", condition.phase)
-    put(out, "createTime", _time(condition.create_time))
+    put(out, "createTime", optional_rfc3339(condition.create_time))
     if condition.running_duration is not None:
         out["runningDuration"] = go_duration(condition.running_duration)
     counts = {task: {"phase": dict(phases)} for task, phases in condition.task_status_count.items()}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.kube_shape_core import Doc, kube_label_selector, kube_meta, kube_pod_template
-from contracts.kube_values import go_duration, put, quantities, rfc3339, thaw
+from contracts.kube_values import go_duration, optional_rfc3339, put, quantities, thaw
 from contracts.objects import (
     Command,
     HyperNode,
@@ -24,10 +24,6 @@ from contracts.objects import (
     SubGroupPolicy,
     TaskSpec,
 )
-
-
-def _time(seconds: float | None) -> str | None:
-    return None if seconds is None else rfc3339(seconds)
 
 
 def _network_topology(topology: NetworkTopologySpec) -> Doc:
@@ -83,7 +79,7 @@ def _job_status(status: JobStatus) -> Doc:
     state: Doc = {"phase": status.state.phase}
     put(state, "reason", status.state.reason)
     put(state, "message", status.state.message)
-    put(state, "lastTransitionTime", _time(status.state.last_transition_time))
+    put(state, "lastTransitionTime", optional_rfc3339(status.state.last_transition_time))
     out: Doc = {"state": state}
     put(out, "minAvailable", status.min_available, 0)
     put(
@@ -111,7 +107,7 @@ def _job_status(status: JobStatus) -> Doc:
     conditions = []
     for condition in status.conditions:
         entry: Doc = {"status": condition.status}
-        put(entry, "lastTransitionTime", _time(condition.last_transition_time))
+        put(entry, "lastTransitionTime", optional_rfc3339(condition.last_transition_time))
         conditions.append(entry)
     put(out, "conditions", conditions)
     return out
@@ -211,7 +207,7 @@ def _sub_group_policy(policy: SubGroupPolicy) -> Doc:
 def _podgroup_condition(condition: PodGroupCondition) -> Doc:
     out: Doc = {"type": condition.type, "status": condition.status}
     put(out, "transitionID", condition.transition_id)
-    put(out, "lastTransitionTime", _time(condition.last_transition_time))
+    put(out, "lastTransitionTime", optional_rfc3339(condition.last_transition_time))
     put(out, "reason", condition.reason)
     put(out, "message", condition.message)
     return out

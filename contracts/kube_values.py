@@ -35,6 +35,11 @@ def rfc3339(seconds: float) -> str:
     return text + "Z"
 
 
+def optional_rfc3339(seconds: float | None) -> str | None:
+    """A time that may be unset: None stays None (and `put` leaves the field out)."""
+    return None if seconds is None else rfc3339(seconds)
+
+
 def go_duration(seconds: float) -> str:
     """Seconds as Go's time.Duration prints them ("1h30m0s", "1m30s", "45s"); a fraction of a second keeps
     every digit of the float ("0.25s"), which Go's parser reads as well."""
