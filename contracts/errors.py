@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from contracts.limits import DOCUMENT_MAX_CHARS, MESSAGE_MAX_CHARS, PATH_MAX_CHARS, clip
+from contracts.limits import DOCUMENT_MAX_CHARS, MESSAGE_MAX_CHARS, PATH_MAX_CHARS, clip, encodable
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +35,11 @@ class FieldError:
             ("message", MESSAGE_MAX_CHARS),
         ):
             value = getattr(self, name)
-            if len(value) > limit:
-                object.__setattr__(self, name, clip(value, limit))
+            # what it echoes may hold a lone surrogate (a YAML "\\ud800" escape): an error must be
+            # writable into a rejection event and a reply, so it is kept as its escape
+            fitted = clip(encodable(value), limit)
+            if fitted is not value:
+                object.__setattr__(self, name, fitted)
 
     def __str__(self) -> str:
         if self.path:

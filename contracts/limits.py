@@ -54,6 +54,17 @@ def clip(text: str, limit: int = ECHO_MAX_CHARS) -> str:
     return f"{text[:limit]}... ({len(text)} characters)"
 
 
+def encodable(text: str) -> str:
+    """`text` as UTF-8 can carry it: a lone surrogate (which YAML's "\\ud800" escape and JSON make, and
+    which no event, reply or log can encode) becomes its backslash escape; any other text is returned as
+    it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def quote(text: str) -> str:
     """A found string as an error message quotes it: repr'd, at most ECHO_MAX_CHARS of it."""
     if len(text) <= ECHO_MAX_CHARS:

@@ -12,15 +12,17 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from support.manifest_fuzz import SEEDS, Mutant, mutated_manifests, unnamed, within
 
+from contracts import payloads
 from contracts.errors import FieldError
 from contracts.limits import deeper_than
 from contracts.parse import parse_documents
-from services.admission.api import reply
+from services.admission.api import encode_reply, reply
 from services.admission.validate_cmd import validate_files
 from services.cli.main import main
 
@@ -149,3 +151,25 @@ def test_an_api_reply_with_more_errors_than_it_lists_counts_the_rest_under_the_r
     # a request that names no source is "request", as before
     unnamed_source = reply(None, code="invalid", dry_run=False, errors=errors, max_bytes=1 << 20)
     assert unnamed_source["errors"][-1]["document"] == "request"
+
+
+def test_a_lone_surrogate_in_a_manifest_is_refused_with_errors_any_reply_or_event_can_carry(
+    manifest_file: Path,
+) -> None:
+    # the stack fuzz: a mutant named "bad\ud800name" (YAML's escape makes a lone surrogate) was refused,
+    # but its rejection could not be encoded, so admission failed on it three times and dead-lettered it
+    manifest_file.write_text(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\n"
+        'metadata: {name: "bad\\ud800name"}\n'
+        'spec: {tasks: [{name: "t\\udc80", replicas: 1, template: {spec: {containers: [{name: c}]}}}]}\n'
+    )
+    _, errors = validate_files([str(manifest_file)])
+    assert {e.path for e in errors} >= {"metadata.name", "spec.tasks[0].name"}
+    fields = [payloads.RejectedField(document=e.document, path=e.path, message=e.message) for e in errors]
+    rejected = payloads.ManifestRejected(errors=tuple(fields), source="fuzz")
+    assert (
+        msgspec.msgpack.decode(msgspec.msgpack.encode(rejected), type=payloads.ManifestRejected) == rejected
+    )
+    answer = reply(None, code="invalid", dry_run=False, errors=errors, max_bytes=1 << 20)
+    documents = {e["document"] for e in json.loads(encode_reply(answer))["errors"]}
+    assert any("bad\\ud800name" in d for d in documents)  # the escape, not the character
