@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from contracts import payloads
+from contracts import bundles, payloads
 
 ADMISSION = "admission"
 JOB_CONTROLLER = "job-controller"
@@ -28,7 +28,7 @@ DESCHEDULER = "descheduler"
 class EventType:
     name: str
     # job | podgroup | pod | queue | node | priorityclass | hypernode | command | rejection | tenant |
-    # cronjob | jobtemplate | jobflow
+    # cronjob | jobtemplate | jobflow | pods (a bundle: contracts/bundles.py)
     subject_kind: str
     writer: str
     payload_class: type[payloads.Payload]  # what the payload holds (contracts/payloads.py)
@@ -244,6 +244,23 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
     EventType(
         "PodTerminated", "pod", NODE_AGENT, payloads.PodTerminated, "a pod was stopped (evicted or deleted)"
     ),
+    # bundles: events of one type about the pods of one job, one message (contracts/bundles.py)
+    EventType(
+        "PodsCreated", bundles.BUNDLE_KIND, JOB_CONTROLLER, bundles.PodBundle, "PodCreated events of one job"
+    ),
+    EventType("PodsBound", bundles.BUNDLE_KIND, BINDER, bundles.PodBundle, "PodBound events of one job"),
+    EventType(
+        "PodsRunning", bundles.BUNDLE_KIND, NODE_AGENT, bundles.PodBundle, "PodRunning events of one job"
+    ),
+    EventType(
+        "PodsSucceeded", bundles.BUNDLE_KIND, NODE_AGENT, bundles.PodBundle, "PodSucceeded events of one job"
+    ),
+)
+
+# every bundle type is catalogued, and written by the writer of the events it carries
+assert all(
+    EVENT_TYPES[bundle].writer == EVENT_TYPES[item].writer and EVENT_TYPES[item].subject_kind == "pod"
+    for bundle, item in bundles.BUNDLE_OF.items()
 )
 
 

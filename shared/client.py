@@ -25,6 +25,7 @@ import nats
 import nats.errors
 import nats.js.errors
 
+from contracts.bundles import BUNDLE_KIND
 from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
@@ -345,7 +346,12 @@ class LaharClient:
         if resolved == "job":
             return await self.events(name, scope or "default")
         subject_filter = event_filter(resolved, scope or CLUSTER_SCOPE, name=name)
-        return history_of(await read_events(self.bus, subject_filter))
+        events = await read_events(self.bus, subject_filter)
+        if resolved == "pod":
+            # some of a pod's events come in its job's bundles (contracts/bundles.py)
+            bundled = await read_events(self.bus, event_filter(BUNDLE_KIND, scope or "default"))
+            events = sorted([*events, *(e for e in bundled if e.name == name)], key=lambda e: e.seq)
+        return history_of(events)
 
     async def logs(
         self, pod: str, namespace: str = "default", *, container: str | None = None, follow: bool = False

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from contracts.bundles import BUNDLE_FOR
 from contracts.codec import decode_object
 from contracts.kube_shape import kube_object
 from contracts.kube_values import go_duration
@@ -49,6 +50,7 @@ EVENT_TYPES = (
     *SETTINGS_APPLIED.values(),
     *WORKLOAD_SUBMITTED,
     *RUN_EVENTS,
+    *(BUNDLE_FOR[name] for name in RUN_EVENTS),  # the same events, several pods of a job in one record
 )
 
 

@@ -33,9 +33,9 @@ from services.cli.bench_e2e.stack import BenchStack
 from services.cli.bench_e2e.workload import NAMESPACE, bench_jobs
 from services.cli.stack.layout import StackState
 from services.cli.stack.supervisor import STANDBY_SUFFIX, service_health
-from shared.bus.envelope import Envelope, EnvelopeError
+from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, intake_subject, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, EventSubject, intake_subject
 
 BINDERS = ("binder", f"binder{STANDBY_SUFFIX}")
 FINAL_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
@@ -87,12 +87,7 @@ class BindLog:
     final: dict[str, str] = field(default_factory=dict)  # job -> final phase
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def observe(self, subject: str, data: bytes) -> None:
-        try:
-            ref = parse_event_subject(subject)
-            env = Envelope.decode(data)
-        except (ValueError, EnvelopeError):
-            return
+    def observe(self, ref: EventSubject, env: Envelope) -> None:
         if env.type == "PodBound":
             self.bound[ref.name] += 1
             self.bind_times.append(env.time)

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from shared.bus.bundles import record_events
 from shared.bus.records import StreamRecord
 from shared.bus.subjects import EventSubject
 from shared.runner.events import to_event
@@ -37,10 +38,11 @@ def loop_pass(
     now = 0.0
     for i, (record, ref) in enumerate(log, 1):
         started = clock()
-        event = to_event(record.seq, ref, record.envelope())
-        state = core.apply(state, event)
-        touched.update(core.touched(state, event))
-        now = event.time
+        for event_ref, env in record_events(ref, record.envelope()):
+            event = to_event(record.seq, event_ref, env)
+            state = core.apply(state, event)
+            touched.update(core.touched(state, event))
+            now = event.time
         folded = clock()
         fold_s += folded - started
         if i % batch == 0 or i == len(log):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from contracts.bundles import BUNDLE_FOR
 from contracts.events import EVENT_TYPES
 from contracts.identity import OBJECT_EVENT_TYPES, WrongObject, identity_problem
 from shared.bus.envelope import Envelope
@@ -58,4 +59,6 @@ def read_filters(reads: Collection[str] | None) -> list[str] | None:
     unknown = sorted(set(reads) - EVENT_TYPES.keys())
     if unknown:
         raise ValueError(f"not catalogued event types (contracts/events.py): {', '.join(unknown)}")
-    return [event_filter(EVENT_TYPES[name].subject_kind, event_type=name) for name in sorted(reads)]
+    # a type that may come in bundles comes on the bundle's subject too (contracts/bundles.py)
+    wanted = set(reads) | {BUNDLE_FOR[name] for name in reads if name in BUNDLE_FOR}
+    return [event_filter(EVENT_TYPES[name].subject_kind, event_type=name) for name in sorted(wanted)]

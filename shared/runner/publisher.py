@@ -7,7 +7,9 @@ it is still wanted (a no-op inside the stream's dedup window). A failed publish 
 and makes the loop reconcile everything at its next tick.
 
 Plain outputs go out pipelined; an output with expected_last_subject_seq alone (a compare-and-set); the
-outputs sharing a batch key as one atomic batch, at the position of the first of them.
+outputs sharing a batch key as one atomic batch, at the position of the first of them. Within each
+operation, events of a bundle type about the pods of one job go out as one bundle (shared/bus/bundles.py);
+each stays in flight by its own id until it comes back from the log.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from contracts.bundles import BUNDLE_FOR, BUNDLE_KIND
 from contracts.identity import OBJECT_EVENT_TYPES, identity_problem
+from contracts.payloads import PayloadError
+from shared.bus.bundles import bundle_envelope, group_for_bundles
 from shared.bus.envelope import Envelope
 from shared.bus.errors import (
     AtomicBatchUnsupported,
@@ -52,6 +57,9 @@ _REMEMBERED_TRACES = 10_000
 # ack let the client flush just one more message (a write and a wakeup of nats-server per output, 45 µs
 # of the publisher's CPU per output instead of 28). The client's own bound is 4,000 in flight.
 PIPELINE_WINDOW = 2048
+# How long a bundle whose send failed is sent again as it was: within the stream's duplicate window
+# (shared/bus/streams.py, 120 s), where sending it again is a no-op if it was stored after all.
+_PIN_S = 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +115,8 @@ class Publisher:
         self.clock = clock
         self.records = records_spans(tracer)  # False: outputs carry their cause's trace context, no span
         self._inflight: dict[str, float] = {}  # output id -> monotonic time after which it may be re-sent
+        # output id -> (the bundle it went out in when that send failed, when to forget it)
+        self._pins: dict[str, tuple[tuple[Output, ...], float]] = {}
         self._traces: OrderedDict[str, str] = (
             OrderedDict()
         )  # event id -> traceparent its effects descend from
@@ -118,6 +128,8 @@ class Publisher:
     def seen(self, event_id: str, traceparent: str | None) -> None:
         """An event was applied: it is no longer in flight, and outputs it causes join its trace."""
         self._inflight.pop(event_id, None)
+        if self._pins:
+            self._pins.pop(event_id, None)
         if traceparent is not None:
             self._traces[event_id] = traceparent
             if len(self._traces) > _REMEMBERED_TRACES:
@@ -130,11 +142,13 @@ class Publisher:
         late = [output_id for output_id, deadline in self._inflight.items() if deadline <= now]
         for output_id in late:
             del self._inflight[output_id]
+        if self._pins:
+            self._pins = {i: pin for i, pin in self._pins.items() if pin[1] > now}
         return len(late)
 
     def forget_inflight(self) -> None:
         """Leadership changed hands: whatever this instance sent is the new leader's to judge."""
-        self._inflight.clear()
+        self._inflight.clear()  # pins stay: a bundle sent again as it was is harmless whoever sends it
 
     async def publish(self, outputs: Sequence[Output], may_publish: Callable[[], bool]) -> int:
         """Send what is not in flight; returns how many outputs could not be stored (to retry later).
@@ -170,39 +184,67 @@ class Publisher:
         return False
 
     async def _send(self, step: _Step) -> int:
-        spans = [self._start_span(o) if self.records else None for o in step.outputs]
-        items = [
-            (self._envelope(o, span), event_subject(o.kind, o.namespace, o.name, o.type, self.producer))
-            for o, span in zip(step.outputs, spans, strict=True)
-        ]
+        groups = group_for_bundles(step.outputs, self._pinned_bundles())
+        outputs = [o for group in groups for o in group]  # a bundle sent again may add some
+        spans = [self._start_span(o) if self.records else None for o in outputs]
+        span_of = {o.id: span for o, span in zip(outputs, spans, strict=True)}
+        try:
+            items = [self._message(group, span_of) for group in groups]
+        except PayloadError as exc:
+            # a core's output its type does not allow: a bug that publishing again cannot fix
+            log.error("outputs refused: not what their type allows", error=str(exc))
+            self._failed(groups, spans, "refused", exc)
+            return 0
         deadline = time.monotonic() + self.inflight_timeout_s
-        for output in step.outputs:
+        for output in outputs:
             self._inflight[output.id] = deadline
         try:
-            results = await self._store(step, items)
+            stored = await self._store(step, items, groups)
+            results = [result for group, result in zip(groups, stored, strict=True) for _ in group]
         except ConcurrencyConflict as exc:
             log.info("output lost a compare-and-set race; reconciling again", error=str(exc))
-            return self._failed(step, spans, "conflict", exc)
+            return self._failed(groups, spans, "conflict", exc)
         except EventRefused as exc:
             # a core's output about another object than its subject (contracts/identity.py): a bug that
             # publishing again cannot fix, so it is not retried until the core decides it again
             log.error("outputs refused by the bus", error=str(exc))
-            self._failed(step, spans, "refused", exc)
+            self._failed(groups, spans, "refused", exc)
             return 0
         except AtomicBatchUnsupported:
-            self._failed(step, spans, "error", None)
+            self._failed(groups, spans, "error", None)
             raise  # the deployment cannot give the guarantee the service relies on
         except BusError as exc:
             log.warning("outputs not published; retrying at the next reconcile", error=str(exc))
-            return self._failed(step, spans, "error", exc)
-        for output, span, result in zip(step.outputs, spans, results, strict=True):
+            return self._failed(groups, spans, "error", exc)
+        for output, span, result in zip(outputs, spans, results, strict=True):
             self.metrics.published(output.type, result)
             if span is not None:
                 span.set_attribute("lahar.publish.result", result)
                 span.end()
         return 0
 
-    async def _store(self, step: _Step, items: list[tuple[Envelope, str]]) -> list[str]:
+    def _pinned_bundles(self) -> dict[str, tuple[Output, ...]] | None:
+        if not self._pins:
+            return None
+        return {output_id: bundle for output_id, (bundle, _) in self._pins.items()}
+
+    def _message(self, group: list[Output], span_of: dict[str, Span | None]) -> tuple[Envelope, str]:
+        """The envelope and subject of one message: an output alone, or a bundle of several."""
+        if len(group) == 1:
+            o = group[0]
+            return self._envelope(o, span_of[o.id]), event_subject(
+                o.kind, o.namespace, o.name, o.type, self.producer
+            )
+        traceparents = [self._trace_fields(o, span_of[o.id])["traceparent"] for o in group]
+        envelope, bundle_type, name = bundle_envelope(
+            group, time=self.clock(), producer=self.producer, traceparents=traceparents
+        )
+        first = group[0]
+        return envelope, event_subject(BUNDLE_KIND, first.namespace, name, bundle_type, self.producer)
+
+    async def _store(
+        self, step: _Step, items: list[tuple[Envelope, str]], groups: list[list[Output]]
+    ) -> list[str]:
         if step.kind == "pipelined":
             acks = await self.bus.publish_pipelined(items, window=PIPELINE_WINDOW)
             return ["duplicate" if ack.duplicate else "stored" for ack in acks]
@@ -216,8 +258,8 @@ class Publisher:
             )
             return ["duplicate" if ack.duplicate else "stored"]
         batch = [
-            BatchItem(env, subject, o.expected_last_subject_seq, self._guard(o))
-            for (env, subject), o in zip(items, step.outputs, strict=True)
+            BatchItem(env, subject, group[0].expected_last_subject_seq, self._guard(group[0]))
+            for (env, subject), group in zip(items, groups, strict=True)
         ]
         try:
             await self.bus.publish_batch(batch)
@@ -231,14 +273,27 @@ class Publisher:
             return None
         return guard_subject(output.kind, output.namespace, output.name, self.producer)
 
-    def _failed(self, step: _Step, spans: list[Span | None], result: str, exc: Exception | None) -> int:
-        for output, span in zip(step.outputs, spans, strict=True):
+    def _failed(
+        self, groups: list[list[Output]], spans: list[Span | None], result: str, exc: Exception | None
+    ) -> int:
+        outputs = [o for group in groups for o in group]
+        if result == "error":
+            # Stored or not, nobody knows (a lost acknowledgement; the client may still send what it
+            # buffered once it reconnects): an event that may travel in a bundle is sent again exactly
+            # as it went, alone or bundled, so that the stream drops it if it was stored
+            # (group_for_bundles).
+            until = time.monotonic() + _PIN_S
+            for group in groups:
+                if group[0].type in BUNDLE_FOR:
+                    bundle = tuple(group)
+                    self._pins.update((o.id, (bundle, until)) for o in group)
+        for output, span in zip(outputs, spans, strict=True):
             self._inflight.pop(output.id, None)
             self.metrics.published(output.type, result)
             if span is not None:
                 span.set_status(Status(StatusCode.ERROR, str(exc) if exc else result))
                 span.end()
-        return len(step.outputs)
+        return len(outputs)
 
     def _parent(self, output: Output) -> str | None:
         return output.traceparent or self._traces.get(output.causation_id or "")
@@ -258,11 +313,13 @@ class Publisher:
             f"publish {output.type}", context=context, kind=SpanKind.PRODUCER, attributes=attributes
         )
 
-    def _envelope(self, output: Output, span: Span | None) -> Envelope:
+    def _trace_fields(self, output: Output, span: Span | None) -> TraceFields:
         if span is None:
-            fields: TraceFields = {"traceparent": self._parent(output), "tracestate": None}
-        else:
-            fields = trace_fields(trace.set_span_in_context(span))
+            return {"traceparent": self._parent(output), "tracestate": None}
+        return trace_fields(trace.set_span_in_context(span))
+
+    def _envelope(self, output: Output, span: Span | None) -> Envelope:
+        fields = self._trace_fields(output, span)
         return Envelope.create(
             output.type,
             time=self.clock(),

@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanKind, Tracer
 from contracts.bus_messages import QuarantineReason
 from contracts.identity import WrongObject
 from contracts.payloads import PayloadError
+from shared.bus.bundles import BUNDLE_OF, unpack
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
 from shared.bus.log_gaps import LogGap
@@ -367,17 +368,41 @@ class EventSourcedService(Service, Generic[S]):
         return records
 
     def _apply(self, record: StreamRecord, *, live: bool, track: bool = False) -> None:
-        """Fold one record, or quarantine it: no record can stop the loop (docs/reliability.md)."""
+        """Fold one record, or quarantine it: no record can stop the loop (docs/reliability.md). A
+        bundle's events are folded one by one, each quarantined alone if it must be."""
         if record.seq <= self.seq:
             return  # applied already (a redelivery): an event is never applied twice
         ref: EventSubject | None = None
         env: Envelope | None = None
         try:
             ref = parse_event_subject(record.subject)
-            if self._reads is not None and ref.type not in self._reads:
+            read_type = BUNDLE_OF.get(ref.type, ref.type)
+            if self._reads is not None and read_type not in self._reads:
                 self.seq = record.seq  # not a type this core folds: skipped before decoding it
                 return
             env = record.envelope()
+            if read_type is not ref.type:
+                for item_ref, item_env in unpack(ref, env):
+                    self._apply_one(record, item_ref, item_env, live=live, track=track)
+                self.seq = record.seq
+                self.metrics.applied("live" if live else "replay", record.seq)
+                return
+        except PayloadError as exc:
+            self._quarantine(record, ref, env, "invalid_payload", exc)
+            return
+        except (EnvelopeError, ValueError) as exc:
+            self._quarantine(record, ref, env, "not_an_event", exc)
+            return
+        self._apply_one(record, ref, env, live=live, track=track)
+        if self.seq < record.seq:
+            self.seq = record.seq
+            self.metrics.applied("live" if live else "replay", record.seq)
+
+    def _apply_one(
+        self, record: StreamRecord, ref: EventSubject, env: Envelope, *, live: bool, track: bool
+    ) -> None:
+        """Fold one event of a record (the record itself, or one event of its bundle)."""
+        try:
             event = to_event(record.seq, ref, env)
         except WrongObject as exc:
             # A payload about another object than its subject names (contracts/identity.py): a core keys
@@ -411,8 +436,6 @@ class EventSourcedService(Service, Generic[S]):
                 self.metrics.touched_errors.inc()
                 self._record(record, ref, env, "touched_error", exc)
                 self._full = True
-        self.seq = record.seq
-        self.metrics.applied("live" if live else "replay", record.seq)
 
     def _fold(self, event: Event, env: Envelope, live: bool) -> None:
         if live and self.publisher.records:

@@ -31,12 +31,12 @@ from e2e.log_invariants import (
     overcommit_violations,
     summary,
 )
+from support.log_records import events_of
 
 from services.cli.stack.layout import StackState, process_alive
 from services.cli.stack.supervisor import service_health, service_healthy
-from shared.bus.subjects import EVENTS_STREAM, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM
 from shared.client import LaharClient
-from shared.runner.events import to_event
 from shared.runner_types import Event
 
 pytestmark = pytest.mark.slow  # one workload through a kill of every service: minutes
@@ -169,10 +169,7 @@ def kill_and_await_restart(stack: Stack, name: str) -> Kill:
 async def read_log(state: StackState) -> list[Event]:
     bus = await operator_bus(state, "crash-recovery-test")
     try:
-        return [
-            to_event(record.seq, parse_event_subject(record.subject), record.envelope())
-            async for record in bus.replay(EVENTS_STREAM)
-        ]
+        return [event async for record in bus.replay(EVENTS_STREAM) for event in events_of(record)]
     finally:
         await bus.close()
 

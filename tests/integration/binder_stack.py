@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from support.log_records import subjects_and_envelopes
 
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
@@ -25,7 +26,7 @@ from shared.bus.envelope import Envelope
 from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject
 from shared.bus.jetstream import Bus
 from shared.bus.poison import read_dead_letters
-from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, event_subject, parse_event_subject, plan_subject
+from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, event_subject, plan_subject
 from shared.servers import EtcdServer, NatsServer
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry
@@ -137,9 +138,9 @@ async def send_plan(bus: Bus, plan: PlanMessage) -> None:
 async def read_log(bus: Bus) -> list[Logged]:
     out = []
     async for record in bus.replay(EVENTS_STREAM):
-        ref, env = parse_event_subject(record.subject), record.envelope()
-        key = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
-        out.append(Logged(record.seq, env.type, key, env))
+        for ref, env in subjects_and_envelopes(record):
+            key = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
+            out.append(Logged(record.seq, env.type, key, env))
     return out
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from service_process import ServiceProcess
+from support.log_records import subjects_and_envelopes
 from support.waiting import Eventually
 
 from contracts import codec
@@ -35,7 +36,7 @@ from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
 from shared.bus.poison import read_quarantine
 from shared.bus.streams import events_stream
-from shared.bus.subjects import EVENTS_STREAM, event_subject, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_subject
 from shared.runner import EventSourcedService
 from shared.servers import EtcdServer, NatsServer
 from shared.store.checkpoint import CheckpointStore
@@ -107,8 +108,8 @@ async def log(bus: Bus) -> list[tuple[int, str, str, dict[str, Any]]]:
     """(seq, type, object key, payload) of every event."""
     out = []
     async for record in bus.replay(EVENTS_STREAM):
-        env, ref = record.envelope(), parse_event_subject(record.subject)
-        out.append((record.seq, env.type, f"{ref.namespace or '_'}/{ref.name}", dict(env.payload)))
+        for ref, env in subjects_and_envelopes(record):
+            out.append((record.seq, env.type, f"{ref.namespace or '_'}/{ref.name}", dict(env.payload)))
     return out
 
 

@@ -20,6 +20,7 @@ import nats.errors
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Tracer
+from support.log_records import events_of
 from support.waiting import Eventually
 
 from contracts.codec import encode_object
@@ -54,7 +55,7 @@ class Log:
 
     async def _collect(self, bus: Bus) -> None:
         async for record in bus.follow(EVENTS_STREAM, 1):
-            self.events.append(to_event(record.seq, parse_event_subject(record.subject), record.envelope()))
+            self.events.extend(events_of(record))
 
     def of(self, event_type: str, name: str | None = None) -> list[Event]:
         return [e for e in self.events if e.type == event_type and (name is None or e.name == name)]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from contracts import payloads
+from contracts.bundles import BUNDLE_OF, BundledEvent, PodBundle
 from contracts.codec import encode_object
 from contracts.objects import Job, ObjectMeta
 from contracts.objects_flow import (
@@ -20,6 +21,7 @@ from contracts.objects_flow import (
     TaskStatusProbe,
 )
 from contracts.parse import load_documents
+from contracts.typed_events import encode_payload
 from support.builders import hypernode, node, pod, podgroup, priority_class, queue
 
 _JOB_MANIFEST = """
@@ -200,3 +202,23 @@ EXAMPLES: Mapping[str, payloads.Payload] = {
     ),
     "PodTerminated": payloads.PodTerminated(node="node-1", reason="Evicted", finished_at=1_700_000_060.0),
 }
+
+
+def _bundle(item_type: str) -> PodBundle:
+    """Two events of item_type about train's pods, the second with its own cause."""
+    plain = encode_payload(EXAMPLES[item_type])
+    second = dict(plain, object=encode_object(replace(_POD, meta=replace(_POD.meta, name="train-worker-1"))))
+    return PodBundle(
+        events=(
+            BundledEvent(name="train-worker-0", id="8c1f7a52-3c1e-5b7e-9f0a-1d2e3f4a5b6c", payload=plain),
+            BundledEvent(
+                name="train-worker-1",
+                id="9d2a8b63-4d2f-5c8f-8a1b-2e3f4a5b6c7d",
+                payload=second if item_type == "PodCreated" else plain,
+                causation_id="0e3b9c74-5e3a-5d9a-9b2c-3f4a5b6c7d8e",
+            ),
+        )
+    )
+
+
+EXAMPLES = {**EXAMPLES, **{bundle: _bundle(item) for bundle, item in BUNDLE_OF.items()}}

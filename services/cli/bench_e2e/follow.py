@@ -4,18 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from contracts.bundles import BUNDLE_KIND
 from services.cli.bench_e2e.workload import NAMESPACE
+from shared.bus.bundles import is_bundle, unpack
+from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, event_filter
+from shared.bus.subjects import EVENTS_STREAM, EventSubject, event_filter, parse_event_subject
 
 
-async def follow_binds_and_phases(bus: Bus, observe: Callable[[str, bytes], None], from_seq: int) -> None:
-    """Hand every PodBound and JobStatusChanged of the bench namespace from `from_seq` on to `observe`
-    (subject, data), until cancelled."""
+async def follow_binds_and_phases(
+    bus: Bus, observe: Callable[[EventSubject, Envelope], None], from_seq: int
+) -> None:
+    """Hand every PodBound (alone or in a bundle) and JobStatusChanged of the bench namespace from
+    `from_seq` on to `observe` (its subject, its envelope), until cancelled."""
     filters = [
         event_filter("pod", NAMESPACE, event_type="PodBound"),
+        event_filter(BUNDLE_KIND, NAMESPACE, event_type="PodsBound"),
         event_filter("job", NAMESPACE, event_type="JobStatusChanged"),
     ]
     async for records in bus.follow_batches(EVENTS_STREAM, from_seq, filters):
         for record in records:
-            observe(record.subject, record.data)
+            try:
+                ref, env = parse_event_subject(record.subject), Envelope.decode(record.data)
+                events = unpack(ref, env) if is_bundle(ref.type) else [(ref, env)]
+            except (ValueError, EnvelopeError):
+                continue
+            for event_ref, event_env in events:
+                observe(event_ref, event_env)

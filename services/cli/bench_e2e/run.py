@@ -27,9 +27,9 @@ from services.cli.bench_e2e.replay import replay_rates
 from services.cli.bench_e2e.stack import BenchStack
 from services.cli.bench_e2e.workload import NAMESPACE, BenchJob, arrival_offsets, bench_jobs
 from services.cli.stack.layout import StackState, creds_path
-from shared.bus.envelope import Envelope, EnvelopeError
+from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, intake_subject, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, EventSubject, intake_subject
 from shared.security.permissions import PROVISIONER
 
 FINAL_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
@@ -64,12 +64,7 @@ class _Round:
         self.bound: dict[str, tuple[str, float]] = {}  # pod -> (job, time)
         self.done = asyncio.Event()
 
-    def observe(self, subject: str, data: bytes) -> None:
-        try:
-            ref = parse_event_subject(subject)
-            env = Envelope.decode(data)
-        except (ValueError, EnvelopeError):
-            return
+    def observe(self, ref: EventSubject, env: Envelope) -> None:
         if env.type == "PodBound":
             job = ref.name.rsplit("-worker-", 1)[0]
             if job in self.jobs:

@@ -1,0 +1,64 @@
+"""Bundles: several events of one type about the pods of one job, written as one message.
+
+A gang's pods are created, bound, started and finished together, by one writer, in one decision. Each of
+those facts stays an event of its own, with its own id, its pod, its cause and its payload, but the writer
+may send the ones that share a type, a namespace and a job as one *bundle* on the job's bundle subject,
+``lahar.ev.pods.<producer>.<bundle type>.<namespace>.<job>``. Every reader unpacks a bundle into its events
+before anything else sees them (shared/bus/bundles.py), so cores, `lahar events` and the read models see
+exactly the events they saw before, in the bundle's order. What a bundle saves is per message: the
+broker stores, indexes and delivers one message instead of one per pod, and each reader parses one
+message, one set of headers and one envelope (docs/scaling.md, "Bundles").
+
+A bundle is written only by the writer of its event type, and only a type listed here may be bundled.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from contracts.payloads import Payload
+
+# the subject kind of a bundle: its name is the job (the correlation) its pods belong to
+BUNDLE_KIND = "pods"
+# the bundle type -> the type of the events it carries
+BUNDLE_OF: dict[str, str] = {
+    "PodsCreated": "PodCreated",
+    "PodsBound": "PodBound",
+    "PodsRunning": "PodRunning",
+    "PodsSucceeded": "PodSucceeded",
+}
+BUNDLE_FOR: dict[str, str] = {item: bundle for bundle, item in BUNDLE_OF.items()}
+# a bundle is cut before it grows past this (a message must stay under the bus's payload limit; a
+# PodCreated carries a whole Pod)
+MAX_BUNDLE_BYTES = 256 * 1024
+MAX_BUNDLE_EVENTS = 512
+
+
+class BundledEvent(Payload, frozen=True, kw_only=True):
+    """One event of a bundle: the pod it is about, its own id and cause, and its payload (the payload of
+    the bundle's item type, checked as that type when the bundle is written and read)."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, description="the pod's name")]
+    id: Annotated[str, msgspec.Meta(description="the event's own id (what readers and causes see)")]
+    payload: Annotated[dict[str, Any], msgspec.Meta(description="the item type's payload")]
+    causation_id: str | None = None
+    traceparent: str | None = None
+
+
+class PodBundle(Payload, frozen=True, kw_only=True):
+    """The payload of every bundle type: its events, in the order they were decided."""
+
+    events: Annotated[tuple[BundledEvent, ...], msgspec.Meta(min_length=1)]
+
+
+def bundle_subject_name(correlation_id: str, namespace: str | None) -> str | None:
+    """The name a bundle of the job `correlation_id` (`namespace/name`) is written under, or None when the
+    correlation is not a job of that namespace (those events are written one by one)."""
+    if namespace is None:
+        return None
+    prefix, slash, name = correlation_id.partition("/")
+    if not slash or prefix != namespace or not name:
+        return None
+    return name

@@ -1,0 +1,214 @@
+"""Reading and writing bundles (contracts/bundles.py): several events of one type about the pods of one
+job as one message.
+
+Readers call `unpack` on every record whose type is a bundle type and see its events exactly as if each
+had been written alone: same type, id, cause, payload and pod subject; they share the bundle's position
+in the log, time, producer, job and trace state. Writers call `group_for_bundles` on the outputs of one
+publish operation and `bundle_envelope` on each group of two or more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgpack
+import msgspec
+
+from contracts.bundles import (
+    BUNDLE_FOR,
+    BUNDLE_KIND,
+    BUNDLE_OF,
+    MAX_BUNDLE_BYTES,
+    MAX_BUNDLE_EVENTS,
+    bundle_subject_name,
+)
+from contracts.events import EVENT_TYPES
+from contracts.identity import OBJECT_EVENT_TYPES, identity_problem
+from contracts.payloads import PayloadError
+from contracts.typed_events import RawPayload, decode_payload, encode_payload
+from shared.bus.envelope import Envelope
+from shared.bus.subjects import EventSubject
+from shared.runner_types import Output, deterministic_id
+
+__all__ = [
+    "BUNDLE_OF",
+    "bundle_envelope",
+    "group_for_bundles",
+    "is_bundle",
+    "unpack",
+]
+
+
+class _WireEvent(msgspec.Struct):
+    name: str
+    id: str
+    payload: msgspec.Raw  # the item's payload, left as its bytes (RawPayload)
+    causation_id: str | None = None
+    traceparent: str | None = None
+
+
+class _WireBundle(msgspec.Struct):
+    events: list[_WireEvent]
+
+
+_WIRE = msgspec.msgpack.Decoder(_WireBundle)
+# The first byte of a MessagePack map: fixmap (0x80-0x8f), map 16 (0xde), map 32 (0xdf).
+_MAP_HEADER = tuple(0x80 <= byte <= 0x8F or byte in (0xDE, 0xDF) for byte in range(256))
+
+
+def is_bundle(event_type: str) -> bool:
+    return event_type in BUNDLE_OF
+
+
+def unpack(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelope]]:
+    """The events a bundle carries, each with its pod's subject, in the bundle's order. Raises
+    PayloadError (a ValueError) for a bundle that is not one: not the bundle's shape, an event without a
+    pod or id, a payload that is not a map, or a subject that is not a job's bundle subject."""
+    item_type = BUNDLE_OF[ref.type]
+    if ref.kind != BUNDLE_KIND or ref.namespace is None:
+        raise PayloadError(f"{ref.type}: a bundle's subject must be a namespaced {BUNDLE_KIND!r} subject")
+    payload = env.payload
+    raw = payload.raw if type(payload) is RawPayload else msgpack.packb(dict(payload), use_bin_type=True)
+    try:
+        wire = _WIRE.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise PayloadError(f"{ref.type} payload: {exc}") from None
+    if not wire.events:
+        raise PayloadError(f"{ref.type} payload: events: a bundle carries at least one event")
+    unpacked = []
+    for index, item in enumerate(wire.events):
+        if not item.name or not _MAP_HEADER[memoryview(item.payload)[0]]:
+            raise PayloadError(f"{ref.type} payload: events[{index}]: needs a pod name and a map payload")
+        item_ref = EventSubject("pod", ref.producer, item_type, ref.namespace, item.name)
+        item_env = Envelope(
+            type=item_type,
+            id=item.id,
+            time=env.time,
+            producer=env.producer,
+            correlation_id=env.correlation_id,
+            payload=RawPayload(item.payload),
+            schema_version=EVENT_TYPES[item_type].version,
+            causation_id=item.causation_id if item.causation_id is not None else env.causation_id,
+            traceparent=item.traceparent if item.traceparent is not None else env.traceparent,
+            tracestate=env.tracestate,
+        )
+        unpacked.append((item_ref, item_env))
+    return unpacked
+
+
+def group_for_bundles(
+    outputs: Sequence[Output], pinned: Mapping[str, Sequence[Output]] | None = None
+) -> list[list[Output]]:
+    """The outputs of one publish operation as the messages that carry them, in order: the events of a
+    bundle type about the pods of one job form one group, placed where its first event was; any other
+    output is a group of its own. An event joins its job's open group only if no other output about the
+    same pod came between (a pod's events keep their order), and a group is cut at the bundle limits.
+
+    pinned: output id -> the bundle it was last sent in, when that send may or may not have been stored
+    (a lost acknowledgement). Such a bundle goes out again exactly as it was, where the first of its
+    events is, so the stream's deduplication (by the bundle's id) drops it if it was stored: bundling
+    the same events differently would store them twice."""
+    groups: list[list[Output]] = []
+    open_groups: dict[tuple[str, str | None, str], tuple[int, int]] = {}  # key -> (group, start index)
+    last_about: dict[tuple[str | None, str], int] = {}  # pod -> index of the latest output about it
+    sizes: dict[int, int] = {}  # group -> payload bytes so far
+    sent_again: set[str] = set()  # ids of the pinned bundles' events already placed
+    for index, output in enumerate(outputs):
+        pod = (output.namespace, output.name) if output.kind == "pod" else None
+        again = pinned.get(output.id) if pinned else None
+        if again is not None:
+            if output.id not in sent_again:
+                groups.append(list(again))
+                sent_again.update(o.id for o in again)
+                for member in again:
+                    if member.kind == "pod":
+                        last_about[(member.namespace, member.name)] = index
+            continue
+        if not _bundleable(output):
+            groups.append([output])
+        else:
+            key = (output.type, output.namespace, output.correlation_id)
+            size = _payload_size(output)
+            found = open_groups.get(key)
+            if found is not None:
+                group, start = found
+                members = groups[group]
+                if (
+                    last_about.get(pod, -1) < start  # type: ignore[arg-type]
+                    and len(members) < MAX_BUNDLE_EVENTS
+                    and sizes[group] + size <= MAX_BUNDLE_BYTES
+                ):
+                    members.append(output)
+                    sizes[group] += size
+                    if pod is not None:
+                        last_about[pod] = index
+                    continue
+            open_groups[key] = (len(groups), index)
+            sizes[len(groups)] = size
+            groups.append([output])
+        if pod is not None:
+            last_about[pod] = index
+    return groups
+
+
+def _bundleable(output: Output) -> bool:
+    return (
+        output.type in BUNDLE_FOR
+        and output.kind == "pod"
+        and output.expected_last_subject_seq is None
+        and bundle_subject_name(output.correlation_id, output.namespace) is not None
+    )
+
+
+def _payload_size(output: Output) -> int:
+    if output.type != "PodCreated":
+        return 256  # a few fields: counted, not measured
+    return len(msgpack.packb(encode_payload(output.payload), use_bin_type=True))
+
+
+def bundle_envelope(
+    outputs: Sequence[Output], *, time: float, producer: str, traceparents: Sequence[str | None]
+) -> tuple[Envelope, str, str]:
+    """One group's bundle: its envelope, the bundle type and the job's name its subject carries. Each
+    event's payload is checked as its own type (a writer's bug is refused here, as Envelope.create
+    refuses one). The bundle's id is derived from its events' ids: the same events bundled again are the
+    same message, which the stream's deduplication drops."""
+    first = outputs[0]
+    item_type = first.type
+    bundle_type = BUNDLE_FOR[item_type]
+    name = bundle_subject_name(first.correlation_id, first.namespace)
+    assert name is not None, "only bundleable outputs are grouped"
+    cause = first.causation_id if all(o.causation_id == first.causation_id for o in outputs) else None
+    trace = traceparents[0]
+    events: list[dict[str, Any]] = []
+    for output, traceparent in zip(outputs, traceparents, strict=True):
+        plain = encode_payload(output.payload)
+        decode_payload(item_type, 0, plain)  # raises PayloadError for a payload its type does not allow
+        if item_type in OBJECT_EVENT_TYPES:
+            problem = identity_problem(item_type, plain, output.namespace, output.name)
+            if problem is not None:
+                raise PayloadError(problem)
+        event: dict[str, Any] = {"name": output.name, "id": output.id, "payload": plain}
+        if output.causation_id != cause:
+            event["causation_id"] = output.causation_id
+        if traceparent != trace:
+            event["traceparent"] = traceparent
+        events.append(event)
+    envelope = Envelope(
+        type=bundle_type,
+        id=deterministic_id(producer, bundle_type, *(o.id for o in outputs)),
+        time=float(time),
+        producer=producer,
+        correlation_id=first.correlation_id,
+        payload={"events": events},
+        schema_version=EVENT_TYPES[bundle_type].version,
+        causation_id=cause,
+        traceparent=trace,
+    )
+    return envelope, bundle_type, name
+
+
+def record_events(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelope]]:
+    """The events one record holds: itself, or its bundle's events."""
+    return unpack(ref, env) if ref.type in BUNDLE_OF else [(ref, env)]

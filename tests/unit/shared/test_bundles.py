@@ -1,0 +1,269 @@
+"""Bundles (contracts/bundles.py, shared/bus/bundles.py): which outputs travel together, and that a
+reader sees exactly the events that were bundled."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import msgpack
+import pytest
+from support.builders import pod
+
+from contracts import payloads
+from contracts.bundles import MAX_BUNDLE_BYTES
+from contracts.codec import encode_object
+from contracts.payloads import PayloadError
+from shared.bus.bundles import bundle_envelope, group_for_bundles, record_events, unpack
+from shared.bus.envelope import Envelope
+from shared.bus.errors import EventRefused
+from shared.bus.identity_check import refuse_wrong_object
+from shared.bus.subjects import EventSubject, event_subject, parse_event_subject
+from shared.runner_types import Output, deterministic_id
+
+TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def out(kind_type: str, name: str, job: str = "train", **fields: object) -> Output:
+    payload: payloads.Payload
+    if kind_type == "PodBound":
+        payload = payloads.PodBound(node="node-1", plan="p")
+    elif kind_type == "PodRunning":
+        payload = payloads.PodRunning(node="node-1", started_at=1.0)
+    elif kind_type == "PodSucceeded":
+        payload = payloads.PodSucceeded(node="node-1", finished_at=2.0)
+    elif kind_type == "PodCreated":
+        payload = payloads.PodCreated(object=encode_object(pod(name, job)))
+    else:
+        payload = payloads.PodFailed(node="node-1")
+    base = Output(
+        type=kind_type,
+        kind="pod",
+        namespace="default",
+        name=name,
+        id=deterministic_id("test", kind_type, name),
+        correlation_id=f"default/{job}",
+        payload=payload,
+        causation_id="cause",
+    )
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def names(groups: list[list[Output]]) -> list[list[str]]:
+    return [[f"{o.type}:{o.name}" for o in group] for group in groups]
+
+
+def test_events_of_one_type_about_one_jobs_pods_travel_together_where_the_first_was() -> None:
+    status = Output(
+        type="PodGroupStatusChanged",
+        kind="podgroup",
+        namespace="default",
+        name="train",
+        id="x",
+        correlation_id="default/train",
+    )
+    outputs = [
+        out("PodBound", "a"),
+        out("PodBound", "x", job="other"),
+        status,
+        out("PodBound", "b"),
+        out("PodBound", "y", job="other"),
+        out("PodBound", "c"),
+    ]
+    assert names(group_for_bundles(outputs)) == [
+        ["PodBound:a", "PodBound:b", "PodBound:c"],
+        ["PodBound:x", "PodBound:y"],
+        ["PodGroupStatusChanged:train"],
+    ]
+
+
+def test_a_pods_events_keep_their_order_across_bundles() -> None:
+    outputs = [
+        out("PodRunning", "a"),
+        out("PodSucceeded", "a"),
+        out("PodRunning", "b"),
+        out("PodSucceeded", "b"),
+        out("PodFailed", "c"),
+        out("PodRunning", "c"),
+    ]
+    groups = group_for_bundles(outputs)
+    assert names(groups) == [
+        ["PodRunning:a", "PodRunning:b"],
+        ["PodSucceeded:a"],
+        ["PodSucceeded:b"],  # b's PodRunning came after this bundle was opened: a bundle of its own
+        ["PodFailed:c"],
+        ["PodRunning:c"],  # after c's PodFailed: not moved before it into the first bundle
+    ]
+    order = [f"{o.type}:{o.name}" for group in groups for o in group]
+    for pod_name in "abc":
+        mine = [o for o in outputs if o.name == pod_name]
+        assert [e for e in order if e.endswith(f":{pod_name}")] == [f"{o.type}:{o.name}" for o in mine]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"expected_last_subject_seq": 0},  # a compare-and-set goes alone
+        {"correlation_id": "train"},  # not a job of the pods' namespace
+        {"correlation_id": "elsewhere/train"},
+        {"kind": "podgroup"},
+    ],
+)
+def test_what_cannot_be_bundled_goes_alone(other: dict[str, object]) -> None:
+    outputs = [out("PodBound", "a", **other), out("PodBound", "b", **other)]
+    assert names(group_for_bundles(outputs)) == [["PodBound:a"], ["PodBound:b"]]
+
+
+def test_a_bundle_is_cut_before_it_outgrows_a_message() -> None:
+    big = pod("big", "train")
+    big = replace(big, meta=replace(big.meta, annotations={"pad": "x" * (MAX_BUNDLE_BYTES // 3)}))
+    outputs = [
+        out(
+            "PodCreated",
+            f"p{i}",
+            payload=payloads.PodCreated(
+                object=encode_object(replace(big, meta=replace(big.meta, name=f"p{i}")))
+            ),
+        )
+        for i in range(7)
+    ]
+    groups = group_for_bundles(outputs)
+    assert [len(g) for g in groups] == [2, 2, 2, 1]
+    for group in groups[:-1]:
+        env, _, _ = bundle_envelope(
+            group, time=1.0, producer="job-controller", traceparents=[None] * len(group)
+        )
+        assert len(env.encode()) < MAX_BUNDLE_BYTES + 4096
+
+
+def bundled(
+    outputs: list[Output], traceparents: list[str | None] | None = None
+) -> tuple[EventSubject, Envelope]:
+    traces = traceparents or [None] * len(outputs)
+    env, bundle_type, name = bundle_envelope(outputs, time=5.0, producer="binder", traceparents=traces)
+    subject = event_subject("pods", "default", name, bundle_type, "binder")
+    return parse_event_subject(subject), Envelope.decode(env.encode())
+
+
+def test_a_reader_sees_each_bundled_event_as_if_it_had_been_written_alone() -> None:
+    outputs = [out("PodBound", "a"), out("PodBound", "b", causation_id="other-cause")]
+    ref, env = bundled(outputs, [TRACE, None])
+    assert (ref.kind, ref.type, ref.name, env.type) == ("pods", "PodsBound", "train", "PodsBound")
+    events = unpack(ref, env)
+    assert [(r.kind, r.type, r.namespace, r.name) for r, _ in events] == [
+        ("pod", "PodBound", "default", "a"),
+        ("pod", "PodBound", "default", "b"),
+    ]
+    for (_, item), output in zip(events, outputs, strict=True):
+        assert (item.type, item.id, item.causation_id, item.time, item.producer) == (
+            "PodBound",
+            output.id,
+            output.causation_id,
+            5.0,
+            "binder",
+        )
+        assert item.correlation_id == "default/train" and dict(item.payload) == {
+            "node": "node-1",
+            "plan": "p",
+        }
+    assert events[0][1].traceparent == TRACE
+    assert record_events(ref, env) == events
+    alone = parse_event_subject(event_subject("pod", "default", "a", "PodBound", "binder"))
+    assert record_events(alone, env)[0][0] is alone
+
+
+def test_the_same_events_bundled_again_are_the_same_message() -> None:
+    outputs = [out("PodBound", "a"), out("PodBound", "b")]
+    assert bundled(outputs)[1].id == bundled(list(outputs))[1].id  # the stream deduplicates a retry
+    assert bundled(outputs)[1].id != bundled([*outputs, out("PodBound", "c")])[1].id
+
+
+def test_a_writer_cannot_bundle_an_event_its_type_does_not_allow() -> None:
+    wrong = out("PodBound", "b", payload={"node": ""})
+    with pytest.raises(PayloadError, match="node"):
+        bundle_envelope([out("PodBound", "a"), wrong], time=1.0, producer="binder", traceparents=[None, None])
+    elsewhere = out("PodCreated", "b", payload=payloads.PodCreated(object=encode_object(pod("c", "train"))))
+    with pytest.raises(PayloadError, match="'default/c'"):
+        bundle_envelope(
+            [out("PodCreated", "a"), elsewhere],
+            time=1.0,
+            producer="job-controller",
+            traceparents=[None, None],
+        )
+
+
+def raw_bundle(events: object, subject_kind: str = "pods") -> tuple[EventSubject, Envelope]:
+    env = Envelope(
+        type="PodsBound",
+        id=deterministic_id("t", "x"),
+        time=1.0,
+        producer="binder",
+        correlation_id="default/train",
+        payload={"events": events},
+    )
+    ref = parse_event_subject(event_subject(subject_kind, "default", "train", "PodsBound", "binder"))
+    return ref, Envelope.decode(env.encode())
+
+
+@pytest.mark.parametrize(
+    ("events", "kind", "problem"),
+    [
+        ([], "pods", "at least one event"),
+        ([{"name": "a", "id": "i", "payload": [1]}], "pods", "map payload"),
+        ([{"name": "", "id": "i", "payload": {}}], "pods", "pod name"),
+        ([{"id": "i", "payload": {}}], "pods", "name"),
+        ("not a list", "pods", "events"),
+        ([{"name": "a", "id": "i", "payload": {}}], "pod", "'pods' subject"),
+    ],
+)
+def test_a_record_that_is_not_a_bundle_is_refused_by_its_readers(
+    events: object, kind: str, problem: str
+) -> None:
+    ref, env = raw_bundle(events, kind)
+    with pytest.raises(PayloadError, match=problem):
+        unpack(ref, env)
+
+
+def test_the_bus_refuses_a_bundle_whose_pod_names_another_object() -> None:
+    env = Envelope(
+        type="PodsCreated",
+        id=deterministic_id("t", "y"),
+        time=1.0,
+        producer="job-controller",
+        correlation_id="default/train",
+        payload={
+            "events": [
+                {
+                    "name": "a",
+                    "id": deterministic_id("t", "a"),
+                    "payload": msgpack.unpackb(msgpack.packb({"object": encode_object(pod("b", "train"))})),
+                }
+            ]
+        },
+    )
+    subject = event_subject("pods", "default", "train", "PodsCreated", "job-controller")
+    with pytest.raises(EventRefused, match="'default/b'"):
+        refuse_wrong_object(env, subject)
+    good = out("PodCreated", "a")
+    env_ok, bundle_type, name = bundle_envelope(
+        [good, out("PodCreated", "b")], time=1.0, producer="job-controller", traceparents=[None, None]
+    )
+    refuse_wrong_object(env_ok, event_subject("pods", "default", name, bundle_type, "job-controller"))
+
+
+def test_a_bundle_whose_send_may_have_been_stored_goes_out_again_exactly_as_it_was() -> None:
+    a, b, c = out("PodRunning", "a"), out("PodRunning", "b"), out("PodRunning", "c")
+    first = group_for_bundles([a, b])
+    pinned = {o.id: tuple(first[0]) for o in first[0]}
+    # decided again, now beside c: a and b go out as the same bundle (the stream drops it if it was
+    # stored), c in a bundle of its own
+    again = group_for_bundles([c, b, a], pinned)
+    assert names(again) == [["PodRunning:c"], ["PodRunning:a", "PodRunning:b"]]
+    assert bundled(again[1])[1].id == bundled(first[0])[1].id
+    # only b decided again: the pinned bundle still carries a
+    assert names(group_for_bundles([b], pinned)) == [["PodRunning:a", "PodRunning:b"]]
+
+
+def test_an_event_that_went_alone_goes_alone_again() -> None:
+    a, b = out("PodSucceeded", "a"), out("PodSucceeded", "b")
+    pinned = {a.id: (a,)}  # its send failed before b was decided
+    assert names(group_for_bundles([a, b], pinned)) == [["PodSucceeded:a"], ["PodSucceeded:b"]]
