@@ -58,14 +58,11 @@ def _overcommit_factor(queue: Queue, document: str) -> list[FieldError]:
         return []
     at = join_path(_ANNOTATIONS, OVERCOMMIT_FACTOR)
     problem = overcommit_factor_problem(value)
-    if problem:
-        return [FieldError(document, at, problem)]
+    errors = [FieldError(document, at, problem)] if problem else []
     if not deserves_something(queue.deserved):
-        message = (
-            "needs spec.deserved with a positive quantity: the factor multiplies what the queue deserves"
-        )
-        return [FieldError(document, at, message)]
-    return []
+        message = "needs spec.deserved with a positive quantity: the factor multiplies what it deserves"
+        errors.append(FieldError(document, at, message))
+    return errors
 
 
 def _show(dim: str, value: int) -> str:

@@ -46,6 +46,12 @@ def test_overcommit_annotation(doc: dict[str, Any], expected: list[tuple[str, st
     assert_problems(problems(doc, context()), expected)
 
 
+def test_every_problem_is_named() -> None:
+    found = problems(annotated("0.5"), context())
+    assert [p for p, _ in found] == [AT, AT]
+    assert "must be >= 1" in found[0][1] and "needs spec.deserved" in found[1][1]
+
+
 def test_a_queue_without_the_annotation_is_not_asked_for_deserved() -> None:
     assert problems(queue_doc("plain"), context()) == []
 
