@@ -176,7 +176,7 @@ class GangPlugin(Plugin):
                     transition_id=ssn.uid,
                     last_transition_time=ssn.now,
                     reason=SCHEDULED_REASON,
-                    message=f"partitions placed: {job.partition_note}" if job.partition_note else "",
+                    message=_partitions_message(job) if job.podgroup.sub_group_policy else "",
                 )
             elif not _only_releasing(job):
                 # a condition job_valid left this session (NotEnoughTasks, ...) says more than ours
@@ -260,6 +260,17 @@ def _sub_groups_invalid(job: JobInfo) -> ValidateResult | None:
 def _sub_groups_short(job: JobInfo, *, pipelined: bool) -> tuple[str, int, int] | None:
     groups = sub_groups_of(job)
     return None if groups is None else groups.shortfall(pipelined=pipelined)
+
+
+def _partitions_message(job: JobInfo) -> str:
+    """Where this session placed partitions (else what the Scheduled condition said before), and why
+    the partitions still waiting could not be placed."""
+    placed = f"partitions placed: {job.partition_note}" if job.partition_note else ""
+    if not placed:
+        earlier = next((c for c in job.conditions() if c.type == "Scheduled" and c.status == "True"), None)
+        placed = earlier.message.split("; waiting: ")[0] if earlier is not None else ""
+    waiting = f"waiting: {job.job_fit_error}" if job.job_fit_error else ""
+    return "; ".join(part for part in (placed, waiting) if part)
 
 
 def _only_releasing(job: JobInfo) -> bool:
