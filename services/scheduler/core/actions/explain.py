@@ -83,11 +83,12 @@ def record(ssn: Session, job: JobInfo, attempts: Attempts, *, committed: bool, w
         action,
         "False",
         WOULD_NOT_MAKE_ROOM,
-        f"{action} would not make room, nothing evicted: " + _why(attempts),
+        f"{action} would not make room, nothing evicted: " + why_not(attempts),
     )
 
 
-def _why(attempts: Attempts) -> str:
+def why_not(attempts: Attempts) -> str:
+    """Why a turn found no room for the whole gang, pod by pod (the first few)."""
     parts = [f"{t.key}: {why}" for t, why in attempts.failed[:LISTED]]
     if attempts.placed:
         parts.insert(0, f"{len(attempts.placed)} pod(s) would have found room but not the whole gang")
@@ -114,7 +115,7 @@ def record_domain(
         why = f"no HyperNode of tier <= {tier} holds the nodes the job runs on and its minResources"
     else:
         first, attempts = tried[0]
-        detail = _why(attempts) or "no pod tried"
+        detail = why_not(attempts) or "no pod tried"
         if first == CLUSTER_TOP:
             why = detail
         else:

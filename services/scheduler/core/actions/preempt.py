@@ -4,7 +4,10 @@ transactional and minimal).
 Preemptors are jobs whose PodGroup left Pending, that pass JobValid, whose queue exists and that are
 starving; soft network-topology jobs are skipped (as in Volcano's preempt). A hard network-topology job
 (Volcano 1.15) chooses its victims inside one HyperNode of its allowed tier where the whole gang then
-fits (domain_eviction.py), and does not preempt pods of its own. Queues go in queue order; in each:
+fits (domain_eviction.py), and does not preempt pods of its own. A partitioned job (a PodGroup with a
+subGroupPolicy, whatever its own networkTopology) makes room only where each partition it needs fits whole
+inside one HyperNode of its tier (partition_eviction.py), and does not preempt pods of its own either.
+Queues go in queue order; in each:
 
 1. Between jobs: each starving job (job order) gets one statement. Its pending tasks (task order), while
    the job is still starving, look for room: on each node eviction could fix, the candidates are
@@ -56,6 +59,7 @@ from services.scheduler.core.actions.common import (
 )
 from services.scheduler.core.actions.domain_eviction import evict_in_one_domain, hard_topology
 from services.scheduler.core.actions.explain import Attempts, record
+from services.scheduler.core.actions.partition_eviction import evict_for_partitions, is_partitioned
 from services.scheduler.core.actions.victims import NOTHING_TO_EVICT, Choice, Stage, VictimSearch
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
@@ -97,14 +101,15 @@ class PreemptAction(Action):
             queue = eligible_queue(ssn, job)
             if queue is None or not ssn.job_starving_fn(job):
                 continue
-            if job.network_topology is not None and not hard_topology(job):
+            partitioned = is_partitioned(job)
+            if job.network_topology is not None and not hard_topology(job) and not partitioned:
                 continue  # soft mode: as in Volcano, no preemption for it
             if queue.name not in preemptors:
                 preemptors[queue.name] = PriorityQueue(ssn.job_order_fn)
                 starving[queue.name] = []
                 queues.push(queue)
             preemptors[queue.name].push(job)
-            if job.network_topology is None:  # a hard job's own pods may not leave its HyperNode
+            if job.network_topology is None and not partitioned:  # its own pods may not leave a HyperNode
                 starving[queue.name].append(job)
             tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.pending_tasks())
 
@@ -113,7 +118,7 @@ class PreemptAction(Action):
             jobs = preemptors[queue.name]
             while jobs:
                 job = jobs.pop()
-                if job.network_topology is not None:
+                if job.network_topology is not None or is_partitioned(job):
                     self.preempt_in_one_domain(ssn, queue, job, tasks[job.uid])
                     continue
                 stmt = ssn.statement()
@@ -144,7 +149,8 @@ class PreemptAction(Action):
     def preempt_in_one_domain(
         self, ssn: Session, queue: QueueInfo, job: JobInfo, pending: PriorityQueue[TaskInfo]
     ) -> None:
-        """A hard network-topology job: victims inside one HyperNode where the whole gang then fits."""
+        """A hard network-topology job: victims inside one HyperNode where the whole gang then fits; a
+        partitioned one: each partition it needs inside one HyperNode of its tier."""
         ordered = []
         while pending:
             ordered.append(pending.pop())
@@ -155,7 +161,10 @@ class PreemptAction(Action):
             stages = _other_jobs(ssn, task, job)
             self.preempt(ssn, stmt, task, queue, stages, attempts, allowed=allowed, where=where)
 
-        evict_in_one_domain(ssn, job, ordered, REASON, place)
+        if is_partitioned(job):
+            evict_for_partitions(ssn, job, ordered, REASON, place)
+        else:
+            evict_in_one_domain(ssn, job, ordered, REASON, place)
 
     def preempt(
         self,

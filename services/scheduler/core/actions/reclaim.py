@@ -22,7 +22,8 @@ only from queues the fairness plugins find above theirs (Reclaimable), so the vi
 the room back: it would have to be under its share while the reclaimer's is over it.
 
 A hard network-topology job (Volcano 1.15) chooses its victims inside one HyperNode of its allowed tier
-where the whole gang then fits (domain_eviction.py).
+where the whole gang then fits (domain_eviction.py); a partitioned job (subGroupPolicy) only where each
+partition it needs fits whole inside one HyperNode of its tier (partition_eviction.py).
 
 `predicateErrorCacheEnable` is accepted and has no effect (feasibility is computed for all nodes at once).
 Deviations from Volcano, on purpose (docs/deviations.md): Volcano evicts in victim order while the task
@@ -46,6 +47,7 @@ from services.scheduler.core.actions.common import (
 )
 from services.scheduler.core.actions.domain_eviction import evict_in_one_domain, hard_topology
 from services.scheduler.core.actions.explain import Attempts, record
+from services.scheduler.core.actions.partition_eviction import evict_for_partitions, is_partitioned
 from services.scheduler.core.actions.victims import NOTHING_TO_EVICT, VictimSearch
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.session import Session
@@ -87,7 +89,7 @@ class ReclaimAction(Action):
             jobs = preemptors.get(queue.name)
             while jobs:
                 job = jobs.pop()
-                if hard_topology(job):
+                if hard_topology(job) or is_partitioned(job):
                     self.reclaim_in_one_domain(ssn, queue, job, tasks[job.uid])
                     continue
                 stmt = ssn.statement()
@@ -110,7 +112,8 @@ class ReclaimAction(Action):
     def reclaim_in_one_domain(
         self, ssn: Session, queue: QueueInfo, job: JobInfo, pending: PriorityQueue[TaskInfo]
     ) -> None:
-        """A hard network-topology job: victims inside one HyperNode where the whole gang then fits."""
+        """A hard network-topology job: victims inside one HyperNode where the whole gang then fits; a
+        partitioned one: each partition it needs inside one HyperNode of its tier."""
         ordered = []
         while pending:
             ordered.append(pending.pop())
@@ -124,7 +127,10 @@ class ReclaimAction(Action):
                 return
             self.reclaim_for_task(ssn, stmt, task, job, attempts, allowed=allowed, where=where)
 
-        evict_in_one_domain(ssn, job, ordered, REASON, place)
+        if is_partitioned(job):
+            evict_for_partitions(ssn, job, ordered, REASON, place)
+        else:
+            evict_in_one_domain(ssn, job, ordered, REASON, place)
 
     @staticmethod
     def reclaim_for_task(

@@ -49,7 +49,7 @@ def allocate_sub_groups(
         ordered.append(tasks.pop())
     waiting = {t.uid for t in ordered}
     notes: dict[str, str] = {}
-    for gradient in _job_gradients(ssn, job):
+    for gradient in job_gradients(ssn, job):
         solutions: dict[str, tuple[Ops, float, list[tuple[str, str]]]] = {}
         for domain in gradient:
             solution = _trial(ssn, job, queue, groups, waiting, domain, notes)
@@ -78,14 +78,14 @@ def allocate_sub_groups(
     return None
 
 
-def _job_gradients(ssn: Session, job: JobInfo) -> list[list[str]]:
+def job_gradients(ssn: Session, job: JobInfo) -> list[list[str]]:
     if job.network_topology is None or ssn.topology.empty:
         return [[CLUSTER_TOP]]
     gradients = ssn.hypernode_gradients_fn(job)
     return [[CLUSTER_TOP]] if gradients is None else gradients
 
 
-def _order(groups: SubGroups, waiting: set[str]) -> list[SubGroup]:
+def order_sub_groups(groups: SubGroups, waiting: set[str]) -> list[SubGroup]:
     """Sub-groups with pods to place: those needed for each policy's minSubGroups first, then the
     unready ones, then by partition index (Volcano's required set and the gang's sub-job order)."""
     candidates = [g for g in groups.groups if any(t.uid in waiting for t in g.waiting())]
@@ -112,7 +112,7 @@ def _trial(
 ) -> tuple[Ops, float, list[tuple[str, str]]] | None:
     """Place sub-groups inside `domain` until the job is ready; undo it all and return what was done
     (operations, summed score, sub-group -> HyperNode) when it left the job ready or pipelined."""
-    line = _order(groups, waiting)
+    line = order_sub_groups(groups, waiting)
     done: list[Statement] = []
     score = 0.0
     placements: list[tuple[str, str]] = []
@@ -148,7 +148,7 @@ def _place_group(
     """The sub-group all-or-nothing in the best HyperNode of its first gradient that holds it."""
     gradients = subgroup_domains.gradients(ssn, group, domain)
     if not gradients:
-        notes[_label(group)] = _why_nowhere(ssn, group, domain)
+        notes[partition_label(group)] = _why_nowhere(ssn, group, domain)
         return None
     for gradient in gradients:
         solutions: dict[str, Ops] = {}
@@ -168,9 +168,9 @@ def _place_group(
                 stmt.allocate(task, node)
             else:
                 stmt.pipeline(task, node)
-        notes.pop(_label(group), None)
+        notes.pop(partition_label(group), None)
         return stmt, best, scores.get(best, 0.0)
-    notes[_label(group)] = _why_nowhere(ssn, group, domain)
+    notes[partition_label(group)] = _why_nowhere(ssn, group, domain)
     return None
 
 
@@ -222,7 +222,7 @@ def _place_tasks(
     return None
 
 
-def _label(group: SubGroup) -> str:
+def partition_label(group: SubGroup) -> str:
     return group.key if group.policy != REST else "(pods of no partition)"
 
 

@@ -8,7 +8,9 @@ by tier, narrowest first, and their scores (Volcano's sub-job gradients and Hype
 - Search root: the job's domain; once the sub-group has placed pods, the widest ancestor of their LCA
   within the allowed tier, intersected with the job's domain (none: the sub-group cannot grow there).
 - Candidates: the root's subtree of tier <= allowed; while nothing of the sub-group is placed, only
-  HyperNodes whose members' idle or future-idle sum covers the requests of its waiting pods.
+  HyperNodes whose members' idle or future-idle sum covers the requests of its waiting pods (for
+  preempt and reclaim, `evicting`: whose members' allocatable sum covers them, since victims free the
+  rest).
 - Score: binpack of its waiting pods' cpu and memory over a candidate's members,
   mean_r (held_r + request_r) / allocatable_r, 0 if a resource overflows; candidates tied at the top
   get + (its pods already inside) / (its pods); x 100.
@@ -78,7 +80,7 @@ def _search_root(ssn: Session, within: str, allowed: int, placed: str) -> str | 
     return None
 
 
-def gradients(ssn: Session, group: SubGroup, within: str) -> list[list[str]]:
+def gradients(ssn: Session, group: SubGroup, within: str, *, evicting: bool = False) -> list[list[str]]:
     """Candidate HyperNodes for the sub-group inside `within` (the job's domain), by tier, narrowest
     first. [[within]] when it is not confined."""
     allowed = allowed_tier(ssn, group)
@@ -95,7 +97,7 @@ def gradients(ssn: Session, group: SubGroup, within: str) -> list[list[str]]:
     while queue:
         name = queue.popleft()
         tier = topology.tier[name]
-        if tier <= allowed and (need is None or _covers(ssn, name, need)):
+        if tier <= allowed and (need is None or _covers(ssn, name, need, evicting=evicting)):
             by_tier.setdefault(tier, []).append(name)
         for child in sorted(topology.children.get(name, ())):
             if child not in seen and child in topology.tier:
@@ -111,12 +113,14 @@ def _request(ssn: Session, group: SubGroup) -> np.ndarray:
     return total
 
 
-def _covers(ssn: Session, name: str, need: np.ndarray) -> bool:
+def _covers(ssn: Session, name: str, need: np.ndarray, *, evicting: bool) -> bool:
     cols = [c for c in np.flatnonzero(need > 0) if ssn.resources.names[c] != PODS]
     if not cols:
         return True
     members = ssn.topology.members[name]
     nodes = ssn.nodes
+    if evicting:
+        return bool((nodes.allocatable[members][:, cols].sum(axis=0) >= need[cols]).all())
     idle = nodes.idle[members][:, cols].sum(axis=0)
     future = nodes.future_idle()[members][:, cols].sum(axis=0)
     return bool((idle >= need[cols]).all() or (future >= need[cols]).all())
