@@ -69,7 +69,7 @@ def allocate_sub_groups(
         for task in ordered:
             if task.uid not in placed:
                 tasks.push(task)
-        job.partition_note = _placements_note(job.partition_note, placements)
+        job.partition_note = placements_note(job.partition_note, placements)
         return stmt
     for task in ordered:
         tasks.push(task)
@@ -239,7 +239,7 @@ def _why_nowhere(ssn: Session, group: SubGroup, domain: str) -> str:
     return f"{pods} pod(s) fit in no single HyperNode of tier <= {tier} in {where}"
 
 
-def _placements_note(previous: str, placements: list[tuple[str, str]]) -> str:
+def placements_note(previous: str, placements: list[tuple[str, str]]) -> str:
     parts = [
         f"{key or 'the rest'} in {'the cluster' if where == CLUSTER_TOP else where}"
         for key, where in placements
