@@ -1,5 +1,6 @@
 """A scheduling.volcano.sh Queue on its own (Volcano's validateQueue): state, quantities, guarantee <=
-deserved <= capability, and the hdrf hierarchy annotations (which are compared with the other queues')."""
+deserved <= capability, the hdrf hierarchy annotations (which are compared with the other queues'), and
+the queue-scoped overcommit factor (contracts/queue_overcommit.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from contracts.errors import FieldError
 from contracts.objects import Queue
 from contracts.parse_fields import join_path
+from contracts.queue_overcommit import OVERCOMMIT_FACTOR, deserves_something, overcommit_factor_problem
 from contracts.resources import EMPTY, Resources, format_quantity
 from services.admission.core.context import ClusterContext
 from services.admission.core.mutate import HIERARCHY, HIERARCHY_WEIGHTS
@@ -44,6 +46,22 @@ def validate_queue_spec(queue: Queue, context: ClusterContext, document: str) ->
                 error(join_path(path, dim), f"expected a non-negative quantity, got {value}m")
     errors.extend(_guarantee_deserved_capability(queue, document))
     errors.extend(_hierarchy_annotations(queue, context, document))
+    errors.extend(_overcommit_factor(queue, document))
+    return errors
+
+
+def _overcommit_factor(queue: Queue, document: str) -> list[FieldError]:
+    """Volcano 1.16's queue webhook rules for the annotation: a finite decimal >= 1, on a queue that
+    deserves a positive quantity of some resource (the factor multiplies what it deserves)."""
+    value = queue.meta.annotations.get(OVERCOMMIT_FACTOR)
+    if value is None:
+        return []
+    at = join_path(_ANNOTATIONS, OVERCOMMIT_FACTOR)
+    problem = overcommit_factor_problem(value)
+    errors = [FieldError(document, at, problem)] if problem else []
+    if not deserves_something(queue.deserved):
+        message = "needs spec.deserved with a positive quantity: the factor multiplies what it deserves"
+        errors.append(FieldError(document, at, message))
     return errors
 
 

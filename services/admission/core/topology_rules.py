@@ -24,13 +24,19 @@ def validate_network_topology(
             )
         )
     if topology.highest_tier_allowed is not None and topology.highest_tier_name:
-        errors.append(
-            FieldError(
-                document,
-                f"{path}.highestTierName",
-                "must not specify 'highestTierAllowed' and 'highestTierName' simultaneously",
+        # both fields offend: each is named, so a user sees the pair whichever one they look for
+        for field_name, other in (
+            ("highestTierName", "highestTierAllowed"),
+            ("highestTierAllowed", "highestTierName"),
+        ):
+            errors.append(
+                FieldError(
+                    document,
+                    f"{path}.{field_name}",
+                    "must not specify 'highestTierAllowed' and 'highestTierName' simultaneously "
+                    f"(also given: {path}.{other})",
+                )
             )
-        )
     if topology.highest_tier_allowed is not None and topology.highest_tier_allowed < 0:
         errors.append(
             FieldError(

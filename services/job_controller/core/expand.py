@@ -13,6 +13,7 @@ from dataclasses import replace
 from contracts.kube_values import go_duration
 from contracts.objects import (
     Job,
+    LabelSelector,
     ObjectMeta,
     Pod,
     PodGroup,
@@ -20,6 +21,7 @@ from contracts.objects import (
     PodSpec,
     PodStatus,
     PriorityClass,
+    SubGroupPolicy,
     TaskSpec,
     frozen_map,
 )
@@ -35,6 +37,8 @@ TASK_INDEX = "volcano.sh/task-index"
 JOB_VERSION = "volcano.sh/job-version"
 JOB_RETRY_COUNT = "volcano.sh/job-retry-count"
 PREEMPTABLE = "volcano.sh/preemptable"
+# which partition of its task a pod belongs to (a task with a partitionPolicy): index // partitionSize
+PARTITION_ID = "volcano.sh/partition-id"
 # the pod's generation: how many pods of this name the job had before (also the uid's suffix)
 POD_GENERATION = "lahar.dev/pod-generation"
 # annotations on the Job that its pods inherit (simulation knobs and Volcano's preemptable flag)
@@ -124,8 +128,37 @@ def podgroup_for(job: Job, classes: dict[str, PriorityClass] | None = None) -> P
         priority_class_name=job.priority_class_name,
         min_resources=min_resources(job, classes),
         network_topology=job.network_topology,
+        sub_group_policy=sub_group_policies(job),
         status=PodGroupStatus(phase="Pending"),
     )
+
+
+def sub_group_policies(job: Job) -> tuple[SubGroupPolicy, ...]:
+    """Volcano's setPgSubGroupPolicy: one sub-group policy per partitioned task, in task order. Its pods
+    are selected by their task label and split into sub-groups by their partition label; each sub-group
+    is a gang of partitionSize pods placed within one HyperNode of the partition's networkTopology, and
+    the job needs minPartitions of them."""
+    return tuple(
+        SubGroupPolicy(
+            name=task.name,
+            network_topology=task.partition_policy.network_topology,
+            sub_group_size=task.partition_policy.partition_size,
+            min_sub_groups=task.partition_policy.min_partitions,
+            label_selector=LabelSelector(match_labels=frozen_map({TASK_SPEC: task.name})),
+            match_label_keys=(PARTITION_ID,),
+        )
+        for task in job.tasks
+        if task.partition_policy is not None
+    )
+
+
+def partition_id(task: TaskSpec, index: int) -> int | None:
+    """The partition replica `index` of `task` belongs to (Volcano: index // partitionSize, 0 for a size
+    that is not positive); None when the task is not partitioned."""
+    policy = task.partition_policy
+    if policy is None:
+        return None
+    return index // policy.partition_size if policy.partition_size > 0 else 0
 
 
 def pod_for(
@@ -165,6 +198,9 @@ def pod_for(
         TASK_SPEC: task.name,
         TASK_INDEX: str(index),
     }
+    partition = partition_id(task, index)
+    if partition is not None:
+        labels[PARTITION_ID] = str(partition)
     spec: PodSpec = template.spec
     spec = replace(
         spec,

@@ -27,8 +27,10 @@ from contracts.objects import Job, JobState, PodGroupCondition, PodStatus, Prior
 from services.job_controller.core.expand import (
     JOB_RETRY_COUNT,
     JOB_VERSION,
+    PARTITION_ID,
     POD_GENERATION,
     TASK_INDEX,
+    partition_id,
     pod_for,
     podgroup_for,
 )
@@ -101,6 +103,9 @@ def pod_doc(
     meta["uid"] = f"{job.meta.namespace}-{name}-{generation}"
     labels = meta["labels"] = meta["labels"].copy()
     labels[TASK_INDEX] = str(index)
+    partition = partition_id(task, index)
+    if partition is not None:
+        labels[PARTITION_ID] = str(partition)
     annotations = meta["annotations"] = meta["annotations"].copy()
     annotations[TASK_INDEX] = str(index)
     annotations[JOB_VERSION] = str(version)

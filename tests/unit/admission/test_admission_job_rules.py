@@ -229,7 +229,13 @@ MANIFEST_CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
                 )
             ]
         ),
-        [("spec.tasks[0].partitionPolicy.networkTopology.highestTierName", "simultaneously")],
+        [
+            ("spec.tasks[0].partitionPolicy.networkTopology.highestTierName", "simultaneously"),
+            (
+                "spec.tasks[0].partitionPolicy.networkTopology.highestTierAllowed",
+                "also given: spec.tasks[0].partitionPolicy.networkTopology.highestTierName",
+            ),
+        ],
     ),
     (
         "network-topology-both-tiers",
@@ -238,7 +244,21 @@ MANIFEST_CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
             (
                 "spec.networkTopology.highestTierName",
                 "must not specify 'highestTierAllowed' and 'highestTierName'",
-            )
+            ),
+            ("spec.networkTopology.highestTierAllowed", "also given: spec.networkTopology.highestTierName"),
+        ],
+    ),
+    (
+        "partition-min-partitions-above-total",
+        job_doc(
+            tasks=[
+                task("w", 4, partitionPolicy={"totalPartitions": 2, "partitionSize": 2, "minPartitions": 3})
+            ]
+        ),
+        # refused as Volcano does, through the minAvailable it defaults from minPartitions x partitionSize
+        [
+            ("spec.minAvailable", "should not be greater than total replicas in tasks (4)"),
+            ("spec.tasks[0].minAvailable", "'minAvailable' 6 is greater than 'replicas' 4"),
         ],
     ),
     (

@@ -53,13 +53,22 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[tuple[str, str
         "podgroup-both-tiers",
         podgroup_doc(networkTopology=BOTH_TIERS),
         [],
-        [("spec.networkTopology.highestTierName", "simultaneously")],
+        [
+            ("spec.networkTopology.highestTierName", "simultaneously"),
+            ("spec.networkTopology.highestTierAllowed", "also given: spec.networkTopology.highestTierName"),
+        ],
     ),
     (
         "podgroup-subgroup-both-tiers",
         podgroup_doc(subGroupPolicy=[{"name": "a"}, {"name": "b", "networkTopology": BOTH_TIERS}]),
         [],
-        [("spec.subGroupPolicy[1].networkTopology.highestTierName", "simultaneously")],
+        [
+            ("spec.subGroupPolicy[1].networkTopology.highestTierName", "simultaneously"),
+            (
+                "spec.subGroupPolicy[1].networkTopology.highestTierAllowed",
+                "also given: spec.subGroupPolicy[1].networkTopology.highestTierName",
+            ),
+        ],
     ),
     (
         "pod-jdb-both",
@@ -170,6 +179,23 @@ def test_valid_objects_pass() -> None:
     ]
     for doc in valid:
         assert problems(doc, ctx) == [], doc
+
+
+def test_mixed_depth_hypernode_trees_pass() -> None:
+    """Volcano puts no rule on its members' tiers: a tier-3 root may hold a tier-2 spine, a tier-1 rack
+    and a node directly (a tree whose leaves sit at different tiers); each HyperNode is valid alone."""
+    member = {"type": "HyperNode", "selector": {"exactMatch": {"name": "spine"}}}
+    rack = {"type": "HyperNode", "selector": {"exactMatch": {"name": "rack-9"}}}
+    node = {"type": "Node", "selector": {"exactMatch": {"name": "n9"}}}
+    tree = [
+        hypernode_doc("rack-9", members=[node], tier=1),
+        hypernode_doc(
+            "spine", members=[{"type": "Node", "selector": {"regexMatch": {"pattern": "^s-"}}}], tier=2
+        ),
+        hypernode_doc("root", members=[member, rack, node], tier=3),
+    ]
+    for doc in tree:
+        assert problems(doc, context()) == [], doc
 
 
 def test_hypernode_member_rules_on_objects() -> None:

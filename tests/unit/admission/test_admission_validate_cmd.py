@@ -54,6 +54,7 @@ INVALID_PATHS = {
     "policy-exit-code.yaml": "spec.tasks[0].policies[0].exitCode",
     "priority-class.yaml": "value",
     "queue-hierarchy-annotations.yaml": "metadata.annotations[volcano.sh/hierarchy-weights]",
+    "queue-overcommit-factor.yaml": "metadata.annotations[volcano.sh/overcommit-factor]",
     "queue-parent.yaml": "spec.capability.cpu",
     "queue-resources.yaml": "spec.deserved.cpu",
 }

@@ -10,6 +10,7 @@ import pytest
 from contracts.objects import (
     Container,
     Job,
+    NetworkTopologySpec,
     ObjectMeta,
     PartitionPolicy,
     PodSpec,
@@ -282,3 +283,39 @@ def test_pod_annotations_labels_and_spec() -> None:
     assert worker.spec.priority_class_name == "low"
     ps = pod_for(given, given.tasks[0], 0, created_at=0.0)
     assert ps.spec.priority_class_name == "high"
+
+
+# --- partitions ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [
+        (2, ["0", "0", "1", "1", "2", "2"]),
+        (3, ["0", "0", "0", "1", "1", "1"]),
+        (1, ["0", "1", "2", "3", "4", "5"]),
+    ],
+)
+def test_pods_of_a_partitioned_task_carry_their_partition(size, expected):
+    policy = PartitionPolicy(total_partitions=6 // size, partition_size=size)
+    spec = task("w", 6, partition=policy)
+    the_job = default_job(job(spec))
+    labels = [pod_for(the_job, the_job.tasks[0], i, created_at=0.0).meta.labels for i in range(6)]
+    assert [label["volcano.sh/partition-id"] for label in labels] == expected
+
+
+def test_pods_of_a_plain_task_carry_no_partition():
+    the_job = default_job(job(task("w", 2)))
+    assert "volcano.sh/partition-id" not in pod_for(the_job, the_job.tasks[0], 1, created_at=0.0).meta.labels
+
+
+def test_partitioned_tasks_become_sub_group_policies():
+    topology = NetworkTopologySpec("hard", 1)
+    partitioned = task("w", 8, partition=PartitionPolicy(4, 2, min_partitions=3, network_topology=topology))
+    the_job = default_job(job(task("ps", 1), partitioned, task("x", 2, partition=PartitionPolicy(1, 2))))
+    policies = podgroup_for(the_job).sub_group_policy
+    assert [(p.name, p.sub_group_size, p.min_sub_groups) for p in policies] == [("w", 2, 3), ("x", 2, 0)]
+    assert policies[0].network_topology == topology and policies[1].network_topology is None
+    assert dict(policies[0].label_selector.match_labels) == {"volcano.sh/task-spec": "w"}
+    assert policies[0].match_label_keys == ("volcano.sh/partition-id",)
+    assert podgroup_for(default_job(job(task("w", 2)))).sub_group_policy == ()

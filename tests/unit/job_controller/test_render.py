@@ -5,6 +5,7 @@ rather than once per render."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from contracts.objects import (
     Container,
     Job,
     ObjectMeta,
+    PartitionPolicy,
     PodSpec,
     PodTemplate,
     PriorityClass,
@@ -199,3 +201,15 @@ def test_the_memo_keeps_at_most_its_limit_of_jobs() -> None:
     renewed = default_job(gang("g3", workers=5))
     assert memo.of(f"{NS}/g3", renewed).job is renewed  # a new spec replaces its job's parts
     assert len(memo.jobs) == 3
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 5, 7])
+def test_a_partitioned_pod_equals_pod_for(index: int) -> None:
+    """The memo's pod template is pod 0's: every other pod gets its own partition label."""
+    job = gang(workers=8)
+    worker = replace(job.tasks[1], partition_policy=PartitionPolicy(total_partitions=4, partition_size=2))
+    job = default_job(replace(job, tasks=(job.tasks[0], worker)))
+    task = job.tasks[1]
+    made = render.pod_doc("team-r/gang", job, task, index, created_at=1.0)
+    assert made == codec.encode(pod_for(job, task, index, created_at=1.0))
+    assert made["meta"]["labels"]["volcano.sh/partition-id"] == str(index // 2)

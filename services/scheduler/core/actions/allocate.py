@@ -8,7 +8,8 @@ further task, so that queues and jobs interleave by share.
 
 Hard network-topology jobs are placed inside one HyperNode: each candidate domain (narrowest gradient
 first) is tried on a scratch statement, the best-scoring domain that makes the job ready or pipelined is
-replayed for real.
+replayed for real. A PodGroup with sub-groups (a Job's partitions) is placed as a gang of sub-gangs,
+each within one HyperNode of its own tier (subgroup_allocate.py).
 
 Before anything else, room an earlier preemption reserved is turned into binds where it is free
 (reservations.py).
@@ -28,6 +29,7 @@ import numpy as np
 from contracts.objects import PodGroupCondition
 from services.scheduler.core.actions.fifo import foreign_waiting, hold_back
 from services.scheduler.core.actions.reservations import bind_reserved
+from services.scheduler.core.actions.subgroup_allocate import allocate_sub_groups
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
@@ -125,7 +127,9 @@ class AllocateAction(Action):
             if not tasks:
                 queues.push(queue)
                 continue
-            if job.network_topology is not None and not ssn.topology.empty:
+            if job.podgroup.sub_group_policy:  # partitions: a gang of sub-gangs (subgroup_allocate.py)
+                stmt = allocate_sub_groups(ssn, job, queue, tasks)
+            elif job.network_topology is not None and not ssn.topology.empty:
                 stmt = self.allocate_in_domain(ssn, job, queue, tasks)
             else:
                 stmt = self.allocate_tasks(ssn, job, queue, tasks)

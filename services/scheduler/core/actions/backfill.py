@@ -4,6 +4,8 @@ Jobs whose PodGroup has left Pending and that pass JobValid contribute their pen
 their pipelined BestEffort tasks after un-pipelining them (a reservation of nothing is pointless, the task
 can simply be placed now). Tasks go in queue order, then job order, then task order; each is placed on the
 best-scoring node that passes every predicate (the pod-count limit is then the only capacity that matters).
+A partitioned job's BestEffort pods go a partition at a time, inside one HyperNode of the partition's
+tier (backfill_partitions.py).
 
 Each placement is an allocation; as in Volcano's `ssn.Allocate`, the moment the job is ready all of its
 allocated tasks are dispatched (committed as binds). A job that is not ready keeps its BestEffort
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from services.scheduler.core.actions.backfill_partitions import backfill_partition
 from services.scheduler.core.actions.common import eligible_queue
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.placement import feasible_nodes, select_best_node
@@ -80,9 +83,17 @@ class BackfillAction(Action):
         statements: dict[str, Statement] = {}
         for task in pick_up_tasks(ssn):
             job = ssn.jobs[task.job]
+            if task.status is not TaskStatus.PENDING:
+                continue  # placed with the rest of its partition
             reason = ssn.pre_predicate_fn(task)
             if reason:
                 job.record_fit_errors(task, {reason: 0})
+                continue
+            if job.podgroup.sub_group_policy:  # its partition's pods go together, inside one HyperNode
+                stmt = statements.setdefault(job.uid, ssn.statement())
+                if backfill_partition(ssn, job, task, stmt) and ssn.job_ready_fn(job):
+                    stmt.commit()
+                    self._dispatch_allocated(ssn, job)
                 continue
             started = ssn.timer.tick()
             fit = feasible_nodes(ssn, task, check_resources=False)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from services.scheduler.core.framework.placement import FitResult, feasible_nodes, fits_future_idle
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.model.job import JobInfo
@@ -40,11 +42,11 @@ def preemption_never(ssn: Session, task: TaskInfo) -> bool:
     return policy == PREEMPT_NEVER
 
 
-def eviction_candidates(ssn: Session, task: TaskInfo) -> FitResult:
+def eviction_candidates(ssn: Session, task: TaskInfo, allowed: np.ndarray | None = None) -> FitResult:
     """Nodes an evicting task may use: no failure eviction could not fix (UnschedulableAndUnresolvable),
-    resources not checked (that is what the victims are for); adaptive node count as in allocate. When
-    there is none, the reasons say why."""
-    return feasible_nodes(ssn, task, check_resources=False, resolvable_ok=True)
+    resources not checked (that is what the victims are for); adaptive node count as in allocate; only
+    `allowed` ones when given (a HyperNode's members). When there is none, the reasons say why."""
+    return feasible_nodes(ssn, task, allowed=allowed, check_resources=False, resolvable_ok=True)
 
 
 def predicates_pass(ssn: Session, task: TaskInfo, node: int) -> bool:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from contracts.objects import PodGroupCondition
 from services.scheduler.core.framework.placement import format_reasons
+from services.scheduler.core.model.topology import CLUSTER_TOP
 
 if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
@@ -59,8 +60,9 @@ class Attempts:
         return bool(self.placed or self.failed)
 
 
-def record(ssn: Session, job: JobInfo, attempts: Attempts, *, committed: bool) -> None:
-    """The job's condition for this turn; a turn that tried no pod changes nothing."""
+def record(ssn: Session, job: JobInfo, attempts: Attempts, *, committed: bool, where: str = "") -> None:
+    """The job's condition for this turn; a turn that tried no pod changes nothing. `where` names the
+    HyperNode a hard-topology job's victims were chosen in (" inside HyperNode s0-s1")."""
     if not attempts:
         return
     action = attempts.action
@@ -68,18 +70,66 @@ def record(ssn: Session, job: JobInfo, attempts: Attempts, *, committed: bool) -
         victims = [v.key for _, _, found in attempts.placed for v in found]
         rooms = [f"{t.key} on {node}" for t, node, _ in attempts.placed]
         message = (
-            f"{action}: evicting {len(victims)} pod(s) ({listing(victims)}) to reserve room for"
+            f"{action}: evicting {len(victims)} pod(s) ({listing(victims)}){where} to reserve room for"
             f" {listing(rooms)}"
         )
         _set(ssn, job, action, "True", ROOM_RESERVED, message)
         return
     if committed:
         return  # placed without evicting anything: nothing to explain
+    _set(
+        ssn,
+        job,
+        action,
+        "False",
+        WOULD_NOT_MAKE_ROOM,
+        f"{action} would not make room, nothing evicted: " + why_not(attempts),
+    )
+
+
+def why_not(attempts: Attempts) -> str:
+    """Why a turn found no room for the whole gang, pod by pod (the first few)."""
     parts = [f"{t.key}: {why}" for t, why in attempts.failed[:LISTED]]
     if attempts.placed:
         parts.insert(0, f"{len(attempts.placed)} pod(s) would have found room but not the whole gang")
-    message = f"{action} would not make room, nothing evicted: " + "; ".join(parts)
-    _set(ssn, job, action, "False", WOULD_NOT_MAKE_ROOM, message)
+    return "; ".join(parts)
+
+
+def record_domain(
+    ssn: Session,
+    job: JobInfo,
+    action: str,
+    chosen: str,
+    tried: list[tuple[str, Attempts]],
+    tier: int | None,
+) -> None:
+    """A hard-topology job's turn (domain_eviction.py): the HyperNode its victims were chosen in, or
+    why no HyperNode of its allowed tier could hold the whole gang after evictions."""
+    if chosen:
+        where = (
+            "" if chosen == CLUSTER_TOP else f" inside HyperNode {chosen} (tier {ssn.topology.tier[chosen]})"
+        )
+        record(ssn, job, tried[0][1], committed=True, where=where)
+        return
+    if not tried:
+        why = f"no HyperNode of tier <= {tier} holds the nodes the job runs on and its minResources"
+    else:
+        first, attempts = tried[0]
+        detail = why_not(attempts) or "no pod tried"
+        if first == CLUSTER_TOP:
+            why = detail
+        else:
+            names = listing([name for name, _ in tried])
+            why = f"no HyperNode of tier <= {tier} would hold the whole gang after evictions (tried {names});"
+            why += f" in {first}: {detail}"
+    _set(
+        ssn,
+        job,
+        action,
+        "False",
+        WOULD_NOT_MAKE_ROOM,
+        f"{action} would not make room, nothing evicted: {why}",
+    )
 
 
 def set_condition(ssn: Session, job: JobInfo, kind: str, status: str, reason: str, message: str) -> None:

@@ -2,8 +2,12 @@
 transactional and minimal).
 
 Preemptors are jobs whose PodGroup left Pending, that pass JobValid, whose queue exists and that are
-starving; jobs with a network topology are skipped (Volcano does not support them here either). Queues go
-in queue order; in each:
+starving; soft network-topology jobs are skipped (as in Volcano's preempt). A hard network-topology job
+(Volcano 1.15) chooses its victims inside one HyperNode of its allowed tier where the whole gang then
+fits (domain_eviction.py), and does not preempt pods of its own. A partitioned job (a PodGroup with a
+subGroupPolicy, whatever its own networkTopology) makes room only where each partition it needs fits whole
+inside one HyperNode of its tier (partition_eviction.py), and does not preempt pods of its own either.
+Queues go in queue order; in each:
 
 1. Between jobs: each starving job (job order) gets one statement. Its pending tasks (task order), while
    the job is still starving, look for room: on each node eviction could fix, the candidates are
@@ -53,7 +57,9 @@ from services.scheduler.core.actions.common import (
     in_cooldown,
     preemption_never,
 )
+from services.scheduler.core.actions.domain_eviction import evict_in_one_domain, hard_topology
 from services.scheduler.core.actions.explain import Attempts, record
+from services.scheduler.core.actions.partition_eviction import evict_for_partitions, is_partitioned
 from services.scheduler.core.actions.victims import NOTHING_TO_EVICT, Choice, Stage, VictimSearch
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
@@ -93,14 +99,18 @@ class PreemptAction(Action):
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.owned_jobs.values():
             queue = eligible_queue(ssn, job)
-            if queue is None or not ssn.job_starving_fn(job) or job.network_topology is not None:
+            if queue is None or not ssn.job_starving_fn(job):
                 continue
+            partitioned = is_partitioned(job)
+            if job.network_topology is not None and not hard_topology(job) and not partitioned:
+                continue  # soft mode: as in Volcano, no preemption for it
             if queue.name not in preemptors:
                 preemptors[queue.name] = PriorityQueue(ssn.job_order_fn)
                 starving[queue.name] = []
                 queues.push(queue)
             preemptors[queue.name].push(job)
-            starving[queue.name].append(job)
+            if job.network_topology is None and not partitioned:  # its own pods may not leave a HyperNode
+                starving[queue.name].append(job)
             tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.pending_tasks())
 
         while queues:
@@ -108,6 +118,9 @@ class PreemptAction(Action):
             jobs = preemptors[queue.name]
             while jobs:
                 job = jobs.pop()
+                if job.network_topology is not None or is_partitioned(job):
+                    self.preempt_in_one_domain(ssn, queue, job, tasks[job.uid])
+                    continue
                 stmt = ssn.statement()
                 attempts = Attempts(REASON)
                 pending = tasks[job.uid]
@@ -133,6 +146,26 @@ class PreemptAction(Action):
                     stmt.commit()
                     record(ssn, job, attempts, committed=True)
 
+    def preempt_in_one_domain(
+        self, ssn: Session, queue: QueueInfo, job: JobInfo, pending: PriorityQueue[TaskInfo]
+    ) -> None:
+        """A hard network-topology job: victims inside one HyperNode where the whole gang then fits; a
+        partitioned one: each partition it needs inside one HyperNode of its tier."""
+        ordered = []
+        while pending:
+            ordered.append(pending.pop())
+
+        def place(
+            stmt: Statement, task: TaskInfo, allowed: np.ndarray | None, where: str, attempts: Attempts
+        ) -> None:
+            stages = _other_jobs(ssn, task, job)
+            self.preempt(ssn, stmt, task, queue, stages, attempts, allowed=allowed, where=where)
+
+        if is_partitioned(job):
+            evict_for_partitions(ssn, job, ordered, REASON, place)
+        else:
+            evict_in_one_domain(ssn, job, ordered, REASON, place)
+
     def preempt(
         self,
         ssn: Session,
@@ -141,9 +174,13 @@ class PreemptAction(Action):
         queue: QueueInfo,
         stages: list[Stage],
         attempts: Attempts,
+        *,
+        allowed: np.ndarray | None = None,
+        where: str = "",
     ) -> bool:
-        """Find room for `preemptor` by evicting pods that pass `stages`; on success the evictions and
-        the pipelined preemptor are on `stmt`, and `attempts` says what happened either way."""
+        """Find room for `preemptor` by evicting pods that pass `stages`, on the `allowed` nodes only when
+        given; on success the evictions and the pipelined preemptor are on `stmt`, and `attempts` says
+        what happened either way."""
         if preemption_never(ssn, preemptor):
             attempts.no_room(preemptor, "its preemptionPolicy is Never")
             return False
@@ -152,7 +189,7 @@ class PreemptAction(Action):
             attempts.no_room(preemptor, reason)
             return False
         ssn.timer.stats.preemption_attempts += 1  # Volcano's total_preemption_attempts
-        fit = eviction_candidates(ssn, preemptor)
+        fit = eviction_candidates(ssn, preemptor, allowed)
         nodes = fit.candidates
         if not len(nodes):
             attempts.no_room(preemptor, fit.reasons)
@@ -164,7 +201,7 @@ class PreemptAction(Action):
             stages,
             "preemptable",
             lambda node: _fits(ssn, queue, preemptor, node),
-            f"{REASON}: for {preemptor.key} (job {job.uid}, priority {job.priority})",
+            f"{REASON}: for {preemptor.key} (job {job.uid}, priority {job.priority}){where}",
         )
         if self.topology_aware:
             choice = self._candidate(ssn, search, nodes)

@@ -21,6 +21,10 @@ No reclaim cycles: a queue reclaims only while it may grow within its deserved s
 only from queues the fairness plugins find above theirs (Reclaimable), so the victims' queue cannot take
 the room back: it would have to be under its share while the reclaimer's is over it.
 
+A hard network-topology job (Volcano 1.15) chooses its victims inside one HyperNode of its allowed tier
+where the whole gang then fits (domain_eviction.py); a partitioned job (subGroupPolicy) only where each
+partition it needs fits whole inside one HyperNode of its tier (partition_eviction.py).
+
 `predicateErrorCacheEnable` is accepted and has no effect (feasibility is computed for all nodes at once).
 Deviations from Volcano, on purpose (docs/deviations.md): Volcano evicts in victim order while the task
 does not fit and takes the first node that works, and checks neither pod slots nor predicates after.
@@ -31,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+import numpy as np
+
 from contracts.evictions import RECLAIM
 from services.scheduler.core.actions.common import (
     eligible_queue,
@@ -39,7 +45,9 @@ from services.scheduler.core.actions.common import (
     in_cooldown,
     preemption_never,
 )
+from services.scheduler.core.actions.domain_eviction import evict_in_one_domain, hard_topology
 from services.scheduler.core.actions.explain import Attempts, record
+from services.scheduler.core.actions.partition_eviction import evict_for_partitions, is_partitioned
 from services.scheduler.core.actions.victims import NOTHING_TO_EVICT, VictimSearch
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.session import Session
@@ -81,6 +89,9 @@ class ReclaimAction(Action):
             jobs = preemptors.get(queue.name)
             while jobs:
                 job = jobs.pop()
+                if hard_topology(job) or is_partitioned(job):
+                    self.reclaim_in_one_domain(ssn, queue, job, tasks[job.uid])
+                    continue
                 stmt = ssn.statement()
                 attempts = Attempts(REASON)
                 pending = tasks[job.uid]
@@ -98,11 +109,41 @@ class ReclaimAction(Action):
                     stmt.discard()
                 record(ssn, job, attempts, committed=committed)
 
+    def reclaim_in_one_domain(
+        self, ssn: Session, queue: QueueInfo, job: JobInfo, pending: PriorityQueue[TaskInfo]
+    ) -> None:
+        """A hard network-topology job: victims inside one HyperNode where the whole gang then fits; a
+        partitioned one: each partition it needs inside one HyperNode of its tier."""
+        ordered = []
+        while pending:
+            ordered.append(pending.pop())
+
+        def place(
+            stmt: Statement, task: TaskInfo, allowed: np.ndarray | None, where: str, attempts: Attempts
+        ) -> None:
+            why = _may_not_reclaim(ssn, queue, task)
+            if why:
+                attempts.no_room(task, why)
+                return
+            self.reclaim_for_task(ssn, stmt, task, job, attempts, allowed=allowed, where=where)
+
+        if is_partitioned(job):
+            evict_for_partitions(ssn, job, ordered, REASON, place)
+        else:
+            evict_in_one_domain(ssn, job, ordered, REASON, place)
+
     @staticmethod
     def reclaim_for_task(
-        ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, attempts: Attempts
+        ssn: Session,
+        stmt: Statement,
+        task: TaskInfo,
+        job: JobInfo,
+        attempts: Attempts,
+        *,
+        allowed: np.ndarray | None = None,
+        where: str = "",
     ) -> bool:
-        fit = eviction_candidates(ssn, task)
+        fit = eviction_candidates(ssn, task, allowed)
         if not len(fit.candidates):
             attempts.no_room(task, fit.reasons)
             return False
@@ -122,7 +163,7 @@ class ReclaimAction(Action):
             ],
             "reclaimable",
             lambda node: fits_once_released(ssn, task, node),
-            f"{REASON}: for {task.key} (job {job.uid}, queue {job.queue})",
+            f"{REASON}: for {task.key} (job {job.uid}, queue {job.queue}){where}",
         )
         choice = search.best((int(node) for node in fit.candidates), MAX_CANDIDATES)
         return search.settle(choice, stmt, attempts)

@@ -72,6 +72,20 @@ class Statement:
         """The placements and evictions so far, in order (to replay a trial elsewhere)."""
         return [(op, task, node_index) for op, task, node_index, _, _ in self._ops]
 
+    def journal(self) -> list[tuple[Op, TaskInfo, int, str]]:
+        """The operations so far with their eviction reasons, for `replay` on another statement after
+        this one is discarded (a trial that won among several)."""
+        return [(op, task, node_index, reason) for op, task, node_index, reason, _ in self._ops]
+
+    def replay(self, journal: list[tuple[Op, TaskInfo, int, str]]) -> None:
+        for op, task, node_index, reason in journal:
+            if op is Op.EVICT:
+                self.evict(task, reason)
+            elif op is Op.ALLOCATE:
+                self.allocate(task, node_index)
+            else:
+                self.pipeline(task, node_index)
+
     def merge(self, other: Statement) -> None:
         """Adopt another statement's operations (a per-node trial statement that succeeded)."""
         self._ops.extend(other._ops)

@@ -11,6 +11,7 @@ from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskInfo, Tas
 
 if TYPE_CHECKING:
     from services.scheduler.core.model.pending import Refusal, Verdict
+    from services.scheduler.core.model.subgroups import SubGroups
 
 _READY = frozenset(
     {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
@@ -55,6 +56,7 @@ class JobInfo:
         "network_topology",
         "new_conditions",
         "owned",
+        "partition_note",
         "pending_cause",
         "phase",
         "podgroup",
@@ -63,6 +65,7 @@ class JobInfo:
         "queue",
         "role_status_counts",
         "status_counts",
+        "sub_groups",
         "task_min_available",
         "tasks",
         "tasks_by_status",
@@ -110,6 +113,10 @@ class JobInfo:
         # why it waits, once the gang plugin wrote its Unschedulable condition this session
         self.verdict: Verdict | None = None
         self.unschedulable_this_session = False
+        # its partitions (model/subgroups.py), built on first use and only for a PodGroup with a
+        # subGroupPolicy; and where allocate placed them this session, for the Scheduled condition
+        self.sub_groups: SubGroups | None = None
+        self.partition_note = ""
         # conditions plugins set at session close, by type (replacing the PodGroup's current one)
         self.new_conditions: dict[str, PodGroupCondition] = {}
 

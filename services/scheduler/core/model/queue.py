@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contracts.objects import Queue
+from contracts.queue_overcommit import parse_overcommit_factor
 from contracts.resources import Resources
 
 HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
@@ -20,6 +21,7 @@ class QueueInfo:
         "hierarchy",
         "hierarchy_weights",
         "name",
+        "overcommit_factor",
         "parent",
         "priority",
         "queue",
@@ -46,6 +48,9 @@ class QueueInfo:
         self.hierarchy_weights = queue.meta.annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, "")
         # `dequeueStrategy: fifo`: a job that cannot be placed holds back the jobs behind it
         self.fifo = queue.dequeue_strategy == FIFO
+        # `volcano.sh/overcommit-factor`: the queue's own enqueue budget (None: none; a str: why the value
+        # is invalid, which keeps the queue's jobs Pending)
+        self.overcommit_factor: float | str | None = parse_overcommit_factor(queue.meta.annotations)
 
     @property
     def is_open(self) -> bool:

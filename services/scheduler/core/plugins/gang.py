@@ -14,7 +14,9 @@ Deviations from Volcano, on purpose:
   starving job, placement constraints.
 - A job that failed job_valid keeps the condition carrying that reason (NotEnoughTasks, ...) instead of
   having it overwritten by a generic NotEnoughResources one.
-- lahar has no sub-group model in the session, so Volcano's sub-job validity/readiness checks do not apply.
+- Sub-groups (a Job's partitions, model/subgroups.py) as Volcano's sub-jobs: a job is valid only with
+  minSubGroups sub-groups of each policy, ready (pipelined) only with minSubGroups ready (pipelined) ones;
+  the Unschedulable message names the policy that is short, the Scheduled one where partitions went.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from services.scheduler.core.framework.pending import pending_verdict
 from services.scheduler.core.framework.placement import format_reasons
 from services.scheduler.core.framework.plugin import Event, Plugin, ValidateResult, Vote
 from services.scheduler.core.model.pending import Verdict
+from services.scheduler.core.model.subgroups import sub_groups_of
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -89,6 +92,10 @@ class GangPlugin(Plugin):
                         "Not enough valid pods of each task for gang-scheduling"
                         f" (task {role or '<none>'}: valid {valid}, min {minimum})",
                     )
+        if job.podgroup.sub_group_policy:
+            invalid = _sub_groups_invalid(job)
+            if invalid is not None:
+                return invalid
         valid = job.valid_task_num()
         if valid < job.min_available:
             return ValidateResult(
@@ -99,11 +106,19 @@ class GangPlugin(Plugin):
         return None
 
     def job_ready(self, ssn: Session, job: JobInfo) -> bool:
-        return self._is_ready(job) and self._roles_satisfied(job, _READY_ROLE, best_effort=True)
+        return (
+            self._is_ready(job)
+            and self._roles_satisfied(job, _READY_ROLE, best_effort=True)
+            and (not job.podgroup.sub_group_policy or _sub_groups_short(job, pipelined=False) is None)
+        )
 
     def job_pipelined(self, ssn: Session, job: JobInfo) -> Vote:
         placed = job.waiting_task_num() + job.ready_task_num() + self._pending_best_effort(job)
-        if placed >= job.min_available and self._roles_satisfied(job, _PIPELINED_ROLE, best_effort=True):
+        if (
+            placed >= job.min_available
+            and self._roles_satisfied(job, _PIPELINED_ROLE, best_effort=True)
+            and (not job.podgroup.sub_group_policy or _sub_groups_short(job, pipelined=True) is None)
+        ):
             return Vote.PERMIT
         return Vote.REJECT
 
@@ -152,13 +167,16 @@ class GangPlugin(Plugin):
             # a job without pods is reported only when enqueue rejected it (its PodGroup stays Pending)
             if not job.tasks and not job.job_fit_error:
                 continue
-            if self._is_ready(job):
+            if self._is_ready(job) and (
+                not job.podgroup.sub_group_policy or _sub_groups_short(job, pipelined=False) is None
+            ):
                 job.new_conditions["Scheduled"] = PodGroupCondition(
                     type="Scheduled",
                     status="True",
                     transition_id=ssn.uid,
                     last_transition_time=ssn.now,
                     reason=SCHEDULED_REASON,
+                    message=_partitions_message(job) if job.podgroup.sub_group_policy else "",
                 )
             elif not _only_releasing(job):
                 # a condition job_valid left this session (NotEnoughTasks, ...) says more than ours
@@ -192,6 +210,10 @@ class GangPlugin(Plugin):
         unready = self.unready_tasks(job)
         verdict = pending_verdict(ssn, job, unready, self._placed)
         message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {_reasons(ssn, job)}"
+        short = _sub_groups_short(job, pipelined=False) if job.podgroup.sub_group_policy else None
+        if short is not None:
+            policy, have, need = short
+            message = f"{message}; {have} of the {need} partitions of {policy} it needs are placed"
         return verdict, f"{message}; {verdict.detail}" if verdict.detail else message
 
     def _placed(self, task: TaskInfo) -> bool:
@@ -217,6 +239,38 @@ def _reasons(ssn: Session, job: JobInfo) -> str:
     if job.is_pending_phase() and ssn.enqueue_enabled:
         return "podgroup not admitted by enqueue yet"
     return "not attempted this session"
+
+
+def _sub_groups_invalid(job: JobInfo) -> ValidateResult | None:
+    """Volcano's CheckSubJobValid: each policy has at least minSubGroups sub-groups."""
+    groups = sub_groups_of(job)
+    assert groups is not None
+    for policy, need in groups.minimum.items():
+        have = groups.count(policy)
+        if have < need:
+            return ValidateResult(
+                False,
+                NOT_ENOUGH_PODS_OF_TASK,
+                f"Not enough valid subGroups for gang-scheduling (policy {policy}: {have} subGroups, "
+                f"minSubGroups {need})",
+            )
+    return None
+
+
+def _sub_groups_short(job: JobInfo, *, pipelined: bool) -> tuple[str, int, int] | None:
+    groups = sub_groups_of(job)
+    return None if groups is None else groups.shortfall(pipelined=pipelined)
+
+
+def _partitions_message(job: JobInfo) -> str:
+    """Where this session placed partitions (else what the Scheduled condition said before), and why
+    the partitions still waiting could not be placed."""
+    placed = f"partitions placed: {job.partition_note}" if job.partition_note else ""
+    if not placed:
+        earlier = next((c for c in job.conditions() if c.type == "Scheduled" and c.status == "True"), None)
+        placed = earlier.message.split("; waiting: ")[0] if earlier is not None else ""
+    waiting = f"waiting: {job.job_fit_error}" if job.job_fit_error else ""
+    return "; ".join(part for part in (placed, waiting) if part)
 
 
 def _only_releasing(job: JobInfo) -> bool:

@@ -59,8 +59,15 @@ class HyperNodeIndex:
             tier = int(self.tier[row])
             owner = self.at_tier.setdefault(tier, np.full(len(nodes), -1, dtype=np.int64))
             owner[self.members[row]] = row
-        # Volcano places a node in the lowest tier that exists (FindHyperNodeForNode)
-        self.leaf = self.at_tier[self.min_tier]
+        # a node's lowest HyperNode: the one of the lowest tier holding it. Volcano looks only at the
+        # lowest tier that exists (FindHyperNodeForNode), which in a mixed-depth tree leaves the nodes of
+        # a shallower branch in no HyperNode at all
+        self.leaf = self.at_tier[self.min_tier].copy()
+        for tier in sorted(t for t in self.at_tier if t < self.top_tier)[1:]:  # not the virtual top
+            missing = self.leaf < 0
+            if not missing.any():
+                break
+            self.leaf[missing] = self.at_tier[tier][missing]
         self.width = nodes.resources.width
         self.allocatable = np.array(
             [nodes.allocatable[mask].sum(axis=0) for mask in self.members], dtype=np.int64
