@@ -13,6 +13,7 @@ import functools
 from collections.abc import Mapping
 
 from contracts.parse_fields import duration_seconds
+from contracts.sim_annotations import SIM_DURATION
 
 # the cluster has too little free room now (nodes lack resources or pod slots, or the cluster's load
 # refuses the PodGroup at enqueue); the message says how much: "cluster lacks cpu 3, nvidia.com/gpu 2"
@@ -47,7 +48,6 @@ SCALE_UP_REASONS = frozenset({INSUFFICIENT_CLUSTER_CAPACITY})
 # How long a pod runs, when known. The job-controller copies a Job's spec.runningEstimate onto its
 # PodGroup as RUNNING_ESTIMATE (a PodGroup manifest may carry it too); hollow pods declare SIM_DURATION.
 RUNNING_ESTIMATE = "lahar.dev/running-estimate"
-SIM_DURATION = "lahar.dev/sim-duration"
 
 
 def expected_run_seconds(

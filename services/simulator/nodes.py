@@ -1,6 +1,8 @@
 """The simulated node agents: what a node reports about its pods, as the node agent would write it.
 
-A bound pod starts at once (PodRunning); a pod being evicted, or whose deletion the job-controller asked on
+A bound pod starts at once (PodRunning), unless a simulation annotation it runs by is malformed (an old log
+may hold one admission would refuse): then it fails to start (PodFailed, reason StartError, exit code 128),
+as on the node agent's sim runtime; a pod being evicted, or whose deletion the job-controller asked on
 its node, stops at once (PodTerminated, reason Evicted / Deleted: no grace period is simulated); a running
 pod whose run is over exits with its simulated exit code (PodSucceeded / PodFailed). A pod deleted before
 any node took it, or after it finished, has nothing left to stop and is reported by nobody.
@@ -12,9 +14,10 @@ from contracts import payloads
 from contracts.events import NODE_AGENT
 from contracts.payloads import named_node
 from services.job_controller.core.expand import JOB_NAME
-from services.simulator.world import FINISHED_POD_PHASES, World, pod_exit_code
+from services.simulator.world import FINISHED_POD_PHASES, World, pod_exit_code, start_problem
 from shared.runner_types import Event, Output, deterministic_id
 
+START_ERROR_CODE = 128  # what Kubernetes (and the node agent) report for a container that could not start
 STOP_REASONS = {"PodEvicting": "Evicted", "PodDeletionRequested": "Deleted"}
 
 
@@ -26,6 +29,12 @@ def reactions(world: World, event: Event) -> list[tuple[str, Output]]:
     if pod is None or event.kind != "pod" or not node or pod.spec.node_name != node:
         return []
     if event.type == "PodBound" and pod.status.phase == "Pending":
+        problem = start_problem(pod)
+        if problem is not None:  # as the node agent's sim runtime: the pod fails to start
+            failed = payloads.PodFailed(
+                node=node, exit_code=START_ERROR_CODE, reason="StartError", message=problem
+            )
+            return [_report(world, key, failed, event.id)]
         running = payloads.PodRunning(node=node, started_at=event.time)
         return [_report(world, key, running, event.id)]
     if event.type in STOP_REASONS and pod.status.phase not in FINISHED_POD_PHASES:

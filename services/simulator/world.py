@@ -13,7 +13,6 @@ stopped one goes back to Pending, as if its owner created it again.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from contracts import payloads
@@ -21,7 +20,15 @@ from contracts.errors import FieldError
 from contracts.objects import Node, ObjectMeta, Pod, PodGroup, PodStatus, Queue, frozen_map
 from contracts.parse import duration_seconds
 from contracts.payloads import named_node
-from contracts.usage import SIM_USAGE, sim_usage_problem
+from contracts.sim_annotations import (
+    SIM_DURATION,
+    SIM_EXIT_CODE,
+    arrival_seconds,
+    exit_codes,
+    is_barrier,
+    object_errors,
+    run_problem,
+)
 from services.job_controller.core.expand import GROUP_NAME, POD_GENERATION
 from services.node_agent.node_labels import well_known_labels
 from services.scheduler.core.framework.plan import SessionResult
@@ -32,20 +39,22 @@ from shared.runner_types import Event
 
 SIMULATED_ARCH = "x86_64"  # the machine of a simulated node, as platform.machine() names it: amd64
 
-SIM_DURATION = "lahar.dev/sim-duration"
-SIM_EXIT_CODE = "lahar.dev/sim-exit-code"
-SIM_ARRIVAL = "lahar.dev/sim-arrival"
-SIM_BARRIER = "lahar.dev/sim-barrier"
 DEFAULT_DURATION_S = 60.0
 FINISHED_POD_PHASES = ("Succeeded", "Failed")
 _SLEEP = re.compile(r"\bsleep\s+(\d+(?:\.\d+)?)")
 
 
 def pod_duration(pod: Pod) -> float:
-    """How long a bound pod runs: the sim-duration annotation, else a `sleep N` in its command, else 60 s."""
+    """How long a bound pod runs: the sim-duration annotation, else a `sleep N` in its command, else 60 s. A
+    malformed or negative sim-duration (admission refuses one; an old log may hold it) counts as none."""
     annotated = pod.meta.annotations.get(SIM_DURATION)
     if annotated:
-        return duration_seconds(annotated)
+        try:
+            seconds = duration_seconds(annotated)
+        except ValueError:
+            seconds = -1.0
+        if seconds >= 0:
+            return seconds
     for container in pod.spec.containers:
         match = _SLEEP.search(" ".join(container.command + container.args))
         if match:
@@ -56,50 +65,34 @@ def pod_duration(pod: Pod) -> float:
 def pod_exit_code(pod: Pod) -> int:
     """The code a pod exits with: sim-exit-code (default 0), either one integer or a comma-separated list
     indexed by the pod's generation (its name's Nth pod), the last entry repeating: "1,0" fails the first
-    pod and lets the one created after it succeed."""
-    codes = (pod.meta.annotations.get(SIM_EXIT_CODE, "") or "0").split(",")
+    pod and lets the one created after it succeed. A malformed value counts as none (the nodes fail such a
+    pod at start: start_problem)."""
+    try:
+        codes = exit_codes(pod.meta.annotations.get(SIM_EXIT_CODE, "") or "0")
+    except ValueError:
+        codes = [0]
     generation = int(pod.meta.annotations.get(POD_GENERATION, "0") or 0)
-    return int(codes[min(generation, len(codes) - 1)])
+    return codes[min(generation, len(codes) - 1)]
+
+
+def start_problem(pod: Pod) -> str | None:
+    """Why a node cannot start `pod` (a malformed run knob that got past admission), as the node agent's
+    sim runtime reports it: the pod fails at start, reason StartError."""
+    problem = run_problem(pod.meta.annotations)
+    return f"simulation annotations: {problem}" if problem else None
 
 
 def arrival_time(meta: ObjectMeta) -> float:
-    value = meta.annotations.get(SIM_ARRIVAL)
-    return duration_seconds(value) if value else 0.0
-
-
-def _annotation_problems(annotations: Mapping[str, str]) -> list[tuple[str, str]]:
-    problems = []
-    for key in (SIM_DURATION, SIM_ARRIVAL):
-        value = annotations.get(key)
-        if value:
-            try:
-                if duration_seconds(value) < 0:
-                    problems.append((key, f"expected a duration of 0 or more, got {value!r}"))
-            except ValueError as exc:
-                problems.append((key, str(exc)))
-    code = annotations.get(SIM_EXIT_CODE)
-    if code and not all(c.strip().lstrip("-").isdigit() for c in code.split(",")):
-        problems.append((SIM_EXIT_CODE, f"expected an integer exit code (or a list of them), got {code!r}"))
-    usage = sim_usage_problem(annotations)
-    if usage is not None:
-        problems.append((SIM_USAGE, usage))
-    return problems
+    return arrival_seconds(meta.annotations)
 
 
 def annotation_errors(obj: object) -> list[FieldError]:
-    """Malformed simulation annotations of a loaded object, on it and on its tasks' pod templates (which its
-    pods inherit): checked before a run, so a typo is an input error instead of a crash halfway through."""
+    """Malformed or unknown simulation annotations of a loaded object, on it and on the pod templates its
+    pods inherit, as admission reports them: checked before a run, so a typo is an input error."""
     meta = getattr(obj, "meta", None)
     if meta is None:
         return []
-    document = f"{getattr(obj, 'kind', type(obj).__name__)} {meta.key}"
-    found = [(f"metadata.annotations[{key}]", msg) for key, msg in _annotation_problems(meta.annotations)]
-    for i, task in enumerate(getattr(obj, "tasks", ())):
-        found += [
-            (f"spec.tasks[{i}].template.metadata.annotations[{key}]", msg)
-            for key, msg in _annotation_problems(task.template.annotations)
-        ]
-    return [FieldError(document, path, message) for path, message in found]
+    return object_errors(obj, f"{getattr(obj, 'kind', type(obj).__name__)} {meta.key}")
 
 
 def with_well_known_labels(node: Node) -> Node:
@@ -238,7 +231,7 @@ class World:
 
     # --- the simulated nodes' clocks ----------------------------------------------------------------
     def _start(self, pod: Pod, now: float) -> None:
-        if pod.meta.annotations.get(SIM_BARRIER, "").lower() == "true":
+        if is_barrier(pod.meta.annotations):
             self.waiting_barrier.add(pod.meta.key)
         else:
             self.finish_at[pod.meta.key] = now + pod_duration(pod)

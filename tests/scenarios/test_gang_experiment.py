@@ -12,9 +12,9 @@ import pytest
 
 from contracts.objects import Job, frozen_map
 from contracts.parse import load_files
+from contracts.sim_annotations import SIM_BARRIER
 from services.scheduler.core.conf import SchedulerConf, default_conf, parse_conf
 from services.simulator.engine import SimulationRun, simulate, stall_outcome
-from services.simulator.world import SIM_BARRIER
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gang-experiment"
 CLUSTER = EXAMPLES / "cluster.yaml"  # 3 nodes x 4 cpu: room for exactly two jobs

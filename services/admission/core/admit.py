@@ -21,6 +21,7 @@ from contracts.objects import (
     frozen_map,
 )
 from contracts.objects_flow import CronJob, JobFlow, JobTemplate
+from contracts.sim_annotations import object_errors as sim_annotation_errors
 from services.admission.core.command_rules import validate_command
 from services.admission.core.context import DEFAULT_SCHEDULER, ClusterContext, implicit_queues
 from services.admission.core.hypernode_rules import validate_hypernode
@@ -70,6 +71,7 @@ def validate_meta(obj: ApiObject, document: str) -> list[FieldError]:
 def admit(obj: ApiObject, context: ClusterContext, document: str, old: ApiObject | None = None) -> Admitted:
     """`old` is the stored object when `obj` replaces it (an update), None for a create."""
     errors = validate_meta(obj, document)
+    errors += sim_annotation_errors(obj, document)  # lahar's simulation knobs, on any kind and its templates
     podgroup = None
     if isinstance(obj, Job):
         obj = mutate_job(obj, context.scheduler_names)

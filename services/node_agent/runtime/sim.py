@@ -3,7 +3,9 @@
 A started pod "runs" for its simulated duration (the `lahar.dev/sim-duration` annotation, else a
 `sleep N` in its command, else 60 s: the simulator's own rule) times `time_scale`, then exits with the
 `lahar.dev/sim-exit-code` annotation (default 0); meanwhile it uses what `lahar.dev/sim-usage` says, else
-its requests (services/node_agent/usage/sources.py). A malformed annotation fails the pod (StartError).
+its requests (services/node_agent/usage/sources.py). A malformed one of these three (admission refuses them,
+contracts/sim_annotations.py, but an old log may hold one) fails the pod at start: reason StartError, exit
+code 128, the simulator's rule too.
 A run is one timer on the event loop, so thousands cost little. Runs live in the agent's process
 (`close` ends them) and nothing is recorded: a restarted agent finds no runs, and the core reports the
 ones that had started as terminated (reason Lost), so their pods are created again.
@@ -16,10 +18,10 @@ from collections.abc import Mapping
 
 from contracts.objects import FROZEN_EMPTY, Node, ObjectMeta, Pod, frozen_map
 from contracts.resources import Resources
-from contracts.usage import simulated_usage
 from services.node_agent.core.state import EXITED, STARTED, STOPPED, Observation
 from services.node_agent.node_labels import node_labels
-from services.simulator.world import pod_duration, pod_exit_code
+from services.simulator.nodes import START_ERROR_CODE
+from services.simulator.world import pod_duration, pod_exit_code, start_problem
 
 
 class SimRuntime:
@@ -45,14 +47,13 @@ class SimRuntime:
             return
         if current is not None:
             self._end(key, current[0], STOPPED)  # an abandoned run of the same pod
-        try:
-            duration = pod_duration(pod) * self.time_scale
-            exit_code = pod_exit_code(pod)
-            simulated_usage(pod.meta.annotations, pod.spec.effective_requests())
-        except ValueError as exc:
+        problem = start_problem(pod)  # admission refuses these; an old log or a direct write may not have
+        if problem is not None:
             self._ended.add(run_id)
-            self._report(key, run_id, EXITED, 128, "StartError", f"simulation annotations: {exc}")
+            self._report(key, run_id, EXITED, START_ERROR_CODE, "StartError", problem)
             return
+        duration = pod_duration(pod) * self.time_scale
+        exit_code = pod_exit_code(pod)
         loop = asyncio.get_running_loop()
         handle = loop.call_later(max(duration, 0.0), self._end, key, run_id, EXITED, exit_code)
         self._runs[key] = (run_id, handle)

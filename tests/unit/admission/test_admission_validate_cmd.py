@@ -57,6 +57,7 @@ INVALID_PATHS = {
     "queue-overcommit-factor.yaml": "metadata.annotations[volcano.sh/overcommit-factor]",
     "queue-parent.yaml": "spec.capability.cpu",
     "queue-resources.yaml": "spec.deserved.cpu",
+    "sim-annotations.yaml": "spec.tasks[0].template.metadata.annotations[lahar.dev/sim-duration]",
 }
 
 

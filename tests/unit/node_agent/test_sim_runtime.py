@@ -10,10 +10,10 @@ import pytest
 
 from contracts.objects import Container, ObjectMeta, Pod, PodSpec, frozen_map
 from contracts.resources import Resources
+from contracts.sim_annotations import SIM_DURATION, SIM_EXIT_CODE
 from services.node_agent.core.state import Observation
 from services.node_agent.runtime.base import Runtime
 from services.node_agent.runtime.sim import SimRuntime, hollow_nodes
-from services.simulator.world import SIM_DURATION, SIM_EXIT_CODE
 
 
 def pod(name: str, annotations: Mapping[str, str] | None = None, command: tuple[str, ...] = ("run",)) -> Pod:
@@ -64,6 +64,31 @@ async def test_exit_codes_and_bad_annotations(runtime: SimRuntime) -> None:
         ("default/broken", "exited", 128, "StartError"),
         ("default/fails", "exited", 3, ""),
     ]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "fragment"),
+    [
+        ({SIM_DURATION: "banana"}, f"{SIM_DURATION}: expected a duration"),
+        ({SIM_DURATION: "-1s"}, f"{SIM_DURATION}: expected a duration of 0 or more"),
+        ({SIM_EXIT_CODE: "1,x"}, f"{SIM_EXIT_CODE}: expected an exit code"),
+        ({"lahar.dev/sim-usage": "gpu=1"}, "lahar.dev/sim-usage: expected cpu=<quantity>"),
+    ],
+)
+async def test_a_malformed_run_knob_from_an_old_log_fails_the_pod_at_start(
+    runtime: SimRuntime, annotations: dict[str, str], fragment: str
+) -> None:
+    await runtime.start(pod("old", annotations), "r1")
+    report = await next_report(runtime)
+    assert (report.kind, report.exit_code, report.reason) == ("exited", 128, "StartError")
+    assert report.message.startswith("simulation annotations: ") and fragment in report.message
+    assert await runtime.running() == {}
+
+
+async def test_knobs_the_node_does_not_read_never_stop_a_pod(runtime: SimRuntime) -> None:
+    odd = {"lahar.dev/sim-barrier": "yes", "lahar.dev/sim-arrival": "soon", "lahar.dev/sim-typo": "1"}
+    await runtime.start(pod("p", {SIM_DURATION: "1s", **odd}), "r1")
+    assert [(await next_report(runtime)).kind for _ in range(2)] == ["started", "exited"]
 
 
 async def test_stop_ends_a_run_for_good_and_a_run_starts_once(runtime: SimRuntime) -> None:

@@ -23,21 +23,13 @@ from contracts.objects import (
     frozen_map,
 )
 from contracts.resources import Resources
+from contracts.sim_annotations import SIM_ARRIVAL, SIM_BARRIER, SIM_DURATION, SIM_EXIT_CODE
 from contracts.typed_events import decode_payload
 from services.job_controller.core.expand import POD_GENERATION
 from services.scheduler.core.framework.plan import PodGroupUpdate, SessionResult
 from services.simulator.cluster import SimCluster
 from services.simulator.jobs import transition_reason
-from services.simulator.world import (
-    DEFAULT_DURATION_S,
-    SIM_ARRIVAL,
-    SIM_BARRIER,
-    SIM_DURATION,
-    SIM_EXIT_CODE,
-    arrival_time,
-    pod_duration,
-    pod_exit_code,
-)
+from services.simulator.world import DEFAULT_DURATION_S, arrival_time, pod_duration, pod_exit_code
 from shared.runner_types import Output, deterministic_id
 
 CPU = Resources.parse({"cpu": "1"})
