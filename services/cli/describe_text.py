@@ -147,6 +147,8 @@ def describe_pod(pod: Pod, podgroup: PodGroup | None, events: Sequence[HistoryEn
         ("Priority", spec.priority if spec.priority is not None else 0),
         ("Priority Class Name", spec.priority_class_name),
         ("Node", spec.node_name),
+        # room a preemption holds for it until it is bound; shown only then, as kubectl does
+        *((("Nominated Node", s.nominated_node_name),) if s.nominated_node_name else ()),
         ("Start Time", when(s.start_time, now)),
         ("Status", "Terminating" if pod.meta.deletion_timestamp is not None else s.phase),
         ("Reason", s.reason),

@@ -16,8 +16,9 @@ name and changes nothing. The rules, for the pod's current generation:
   finished pod is deleted even when its node reported it stopped, since deleting it frees its slot.
 
 Besides the lifecycle, `status_details` keeps what a pod's status shows of the events (start time, exit
-code, reason, message) and `asks_stop` names the events after which the pod is being stopped (its
-deletion timestamp).
+code, reason, message; PodBound clears the nominated node), `nomination` the node a PodNominated
+reserves room on for a pod still waiting for one (Kubernetes' status.nominatedNodeName), and
+`asks_stop` names the events after which the pod is being stopped (its deletion timestamp).
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ _TRANSITIONS: Mapping[str, Callable[[PodLife, Event], PodChange | None]] = {
     "PodDeletionRequested": _deletion_requested,
 }
 EVENTS = frozenset(_TRANSITIONS)
+NOMINATED = "PodNominated"  # read for the pod's status only (`nomination`)
 # the events after which a pod is being stopped: its deletion timestamp is the first one's time
 STOP_EVENTS = frozenset({"PodEvicting", "PodDeletionRequested"})
 
@@ -138,9 +140,22 @@ def asks_stop(event: Event) -> bool:
     return event.type in STOP_EVENTS
 
 
+def nomination(pod: PodLife, event: Event) -> str | None:
+    """The node a PodNominated event reserves room on for `pod`, or None when it does not apply: the pod is
+    bound already (a nomination that lands after the bind is stale) or ended. It changes no lifecycle field,
+    only what the pod's status shows, until PodBound clears it."""
+    if event.type != NOMINATED or pod.node or pod.ended:
+        return None
+    return event.payload_as(payloads.PodNominated).node
+
+
 def status_details(details: PodStatus, event: Event) -> PodStatus:
-    """A pod's status details (start time, exit code, reason, message) after an event that applied."""
+    """A pod's status details (start time, exit code, reason, message, nominated node) after an event that
+    applied."""
     data = event.data
+    if isinstance(data, payloads.PodBound):
+        # bound: the room held for it is its own now (Kubernetes clears nominatedNodeName on binding)
+        return replace(details, nominated_node_name="") if details.nominated_node_name else details
     if isinstance(data, payloads.PodRunning):
         return replace(details, start_time=event.time)
     if isinstance(data, payloads.PodSucceeded):

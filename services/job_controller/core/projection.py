@@ -2,14 +2,14 @@
 which of them an event changed, and the few status details the controller's own state does not keep.
 
 `ProjectedCore` (a shared.projected_core.Projection) wraps `JobControllerCore`: beside the
-controller's state it keeps pod exit codes, reasons and start times (pod_lifecycle.status_details),
+controller's state it keeps pod exit codes, reasons, start times and nominated nodes (pod_lifecycle),
 PodGroup conditions and when a pod's stop was asked for, and marks the objects each event changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contracts import codec, payloads
@@ -26,7 +26,8 @@ from shared.runner_types import Event
 KINDS: tuple[str, ...] = KINDS_BY_WRITER[JOB_CONTROLLER]
 # events after which every object they change still exists: its details need no forgetting
 _NEVER_ENDS = frozenset(
-    {"PodCreated", "PodBound", "PodRunning", "PodEvicting", "PodGroupCreated", "PodGroupStatusChanged"}
+    {"PodCreated", "PodBound", "PodNominated", "PodRunning", "PodEvicting", "PodGroupCreated"}
+    | {"PodGroupStatusChanged"}
     | {"JobSubmitted", "JobUpdated", "JobStatusChanged"}
 )
 _NO_DETAILS = PodStatus()
@@ -178,6 +179,13 @@ def _note_details(state: Projected, record: JobRecord, event: Event, pod_before:
             state.conditions[key] = podgroup_conditions(event.payload_as(payloads.PodGroupStatusChanged))
         return
     pod = record.pods.get(event.name) if event.kind == "pod" else None
+    if pod is not None and event.type == pod_lifecycle.NOMINATED:  # the controller's state takes no note
+        node = pod_lifecycle.nomination(pod, event)
+        if node is not None:
+            state.pod_details[key] = replace(
+                state.pod_details.get(key, _NO_DETAILS), nominated_node_name=node
+            )
+        return
     if pod is None or pod is pod_before:
         return
     if event.type == "PodCreated":

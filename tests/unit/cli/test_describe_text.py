@@ -218,3 +218,12 @@ def test_every_kind_describes_from_the_every_field_manifest() -> None:
         describe_node(node, [pod], [], NOW),
     ):
         assert text.startswith("Name:") and text.endswith("Events:  <none>")
+
+
+def test_a_pod_with_room_reserved_shows_its_nominated_node() -> None:
+    _, podgroup, _ = gpu_job()
+    pod = Pod(ObjectMeta("gpu-w-0"), status=PodStatus(nominated_node_name="n2"))
+    assert ["Nominated", "Node:", "n2"] in [
+        line.split() for line in describe_pod(pod, podgroup, [], NOW).splitlines()
+    ]
+    assert "Nominated Node" not in describe_pod(replace(pod, status=PodStatus()), podgroup, [], NOW)

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from contracts import codec
+from contracts.known_fields import unknown_manifest_fields
+from contracts.kube_shape import kube_object
 from contracts.objects import Container, Job, ObjectMeta, PodSpec, PodTemplate, TaskSpec
 from contracts.resources import Resources
 from services.job_controller.core.projection import ObjectKey, Projected, ProjectedCore
@@ -194,3 +196,52 @@ def test_keys_are_the_objects_that_exist_and_a_checkpoint_keeps_the_details() ->
     assert restored.dirty == {}  # not checkpointed: a new leader writes everything
     for key in expected:
         assert log.core.render(restored, key) == log.core.render(log.state, key)
+
+
+def created() -> Log:
+    """train submitted and enqueued: its three pods created, none bound."""
+    log = Log()
+    log.add("JobSubmitted", "job", "train", {"object": codec.encode_object(train())})
+    log.settle()
+    log.add("PodGroupStatusChanged", "podgroup", "train", {"phase": "Inqueue", "conditions": []})
+    log.settle()
+    log.take_dirty()
+    return log
+
+
+def nominated(log: Log, pod: str, node: str) -> Event:
+    payload = {"node": node, "reason": "preempt: evicting team-a/low-0", "plan": "p9"}
+    return log.add("PodNominated", "pod", pod, payload)
+
+
+def test_a_nomination_shows_on_the_waiting_pod_until_it_is_bound() -> None:
+    log = created()
+    event = nominated(log, PODS[0], "n2")
+    assert log.take_dirty() == {("pod", NS, PODS[0]): event.seq}  # only the pod: it still counts as Pending
+    assert log.obj("pod", PODS[0]).status.nominated_node_name == "n2"
+    assert log.obj("pod", PODS[1]).status.nominated_node_name == ""
+    restored = log.core.load(log.core.dump(log.state))  # the checkpoint keeps it
+    assert log.core.render(restored, ("pod", NS, PODS[0])) == log.core.render(log.state, ("pod", NS, PODS[0]))
+    nominated(log, PODS[0], "n3")  # a later preemption moved the room
+    assert log.obj("pod", PODS[0]).status.nominated_node_name == "n3"
+    log.add("PodBound", "pod", PODS[0], {"node": "n3", "plan": "p10"})
+    bound = log.obj("pod", PODS[0])
+    assert (bound.spec.node_name, bound.status.nominated_node_name) == ("n3", "")
+
+
+def test_a_nomination_after_the_bind_or_for_an_unknown_pod_changes_nothing() -> None:
+    log = running()
+    log.take_dirty()
+    before = log.core.render(log.state, ("pod", NS, PODS[0]))
+    nominated(log, PODS[0], "n2")  # stale: landed after the pod's PodBound
+    nominated(log, "stranger-0", "n2")
+    assert log.core.render(log.state, ("pod", NS, PODS[0])) == before
+    assert log.obj("pod", "stranger-0") is None
+
+
+def test_get_pod_prints_the_nomination_as_kubernetes_nominated_node_name() -> None:
+    log = created()
+    nominated(log, PODS[0], "n2")
+    manifest = kube_object(log.obj("pod", PODS[0]))
+    assert manifest["status"]["nominatedNodeName"] == "n2"
+    assert unknown_manifest_fields(manifest, "pod.yaml") == []  # a field the strict check knows

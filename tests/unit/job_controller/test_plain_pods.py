@@ -239,3 +239,18 @@ def test_a_plain_pod_never_reaches_a_job_record_even_with_a_jobs_name() -> None:
     controller.settle()
     controller.run("default/train-worker-0")
     assert controller.state.jobs.core.jobs == {} and controller.state.jobs.core.pod_owner == {}
+
+
+def test_a_plain_pod_shows_the_room_a_preemption_reserved_until_it_is_bound() -> None:
+    controller = Controller()
+    controller.submit(POD, own_group(POD))
+    controller.settle()
+    controller.fold(
+        "PodNominated", "default/p", {"node": "n2", "reason": "preempt: evicting x", "plan": "p1"}
+    )
+    assert controller.rendered("pod", "default/p").status.nominated_node_name == "n2"
+    controller.run("default/p", node="n2")
+    bound = controller.rendered("pod", "default/p")
+    assert (bound.spec.node_name, bound.status.nominated_node_name) == ("n2", "")
+    controller.fold("PodNominated", "default/p", {"node": "n3", "reason": "stale", "plan": "p0"})
+    assert controller.rendered("pod", "default/p").status.nominated_node_name == ""

@@ -184,6 +184,14 @@ def _pod_created(state: PlainState, event: Event, key: str) -> None:
     record.created = True
 
 
+def _pod_nominated(state: PlainState, event: Event, key: str) -> None:
+    """Room reserved for a waiting pod: its status shows the node until it is bound."""
+    record = state.pods.get(key)
+    node = pod_lifecycle.nomination(record, event) if record is not None and record.created else None
+    if record is not None and node is not None:
+        record.details = replace(record.details, nominated_node_name=node)
+
+
 def _pod_event(state: PlainState, event: Event, key: str) -> None:
     """A pod's lifecycle event (pod_lifecycle.py), with what the pod's status shows of it."""
     record = state.pods.get(key)
@@ -252,5 +260,6 @@ _HANDLERS: Mapping[str, Callable[[PlainState, Event, str], None]] = {
     "PodGroupDeleted": _podgroup_deleted,
     "PodCreated": _pod_created,
     **dict.fromkeys(pod_lifecycle.EVENTS, _pod_event),
+    pod_lifecycle.NOMINATED: _pod_nominated,
 }
 HANDLED_EVENTS = frozenset(_HANDLERS)
