@@ -30,6 +30,10 @@ BUNDLE_OF: dict[str, str] = {
     "PodsSucceeded": "PodSucceeded",
 }
 BUNDLE_FOR: dict[str, str] = {item: bundle for bundle, item in BUNDLE_OF.items()}
+# A pod's bundles are named by the job its writer correlates it with: its Volcano Job, else its PodGroup,
+# else itself; a reader looking for one pod's events looks under these annotations' values.
+JOB_NAME_ANNOTATION = "volcano.sh/job-name"
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 # a bundle is cut before it grows past this (a message must stay under the bus's payload limit; a
 # PodCreated carries a whole Pod)
 MAX_BUNDLE_BYTES = 256 * 1024

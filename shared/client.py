@@ -25,7 +25,7 @@ import nats
 import nats.errors
 import nats.js.errors
 
-from contracts.bundles import BUNDLE_KIND
+from contracts.bundles import BUNDLE_KIND, GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION
 from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
@@ -39,6 +39,7 @@ from shared.client_reads import (
     WAITABLE,
     Answer,
     HistoryEntry,
+    RawEvent,
     WaitResult,
     changed_object,
     decode_stored,
@@ -348,10 +349,24 @@ class LaharClient:
         subject_filter = event_filter(resolved, scope or CLUSTER_SCOPE, name=name)
         events = await read_events(self.bus, subject_filter)
         if resolved == "pod":
-            # some of a pod's events come in its job's bundles (contracts/bundles.py)
-            bundled = await read_events(self.bus, event_filter(BUNDLE_KIND, scope or "default"))
+            # some of a pod's events come in bundles named by its job (contracts/bundles.py)
+            namespace = scope or "default"
+            bundled: builtins.list[RawEvent] = []
+            for bundle in await self._bundle_names(name, namespace):
+                bundled += await read_events(self.bus, event_filter(BUNDLE_KIND, namespace, name=bundle))
             events = sorted([*events, *(e for e in bundled if e.name == name)], key=lambda e: e.seq)
         return history_of(events)
+
+    async def _bundle_names(self, pod_name: str, namespace: str) -> builtins.list[str | None]:
+        """The names of the bundle subjects a pod's events may travel under: its job's (its writers' job
+        key), its PodGroup's, its own; [None] (every bundle of the namespace) when the read model no
+        longer has the pod."""
+        pod = await self.get("pod", pod_name, namespace)
+        if pod is None:
+            return [None]
+        annotations = pod.meta.annotations
+        names = [annotations.get(JOB_NAME_ANNOTATION), annotations.get(GROUP_NAME_ANNOTATION), pod_name]
+        return list(dict.fromkeys(n for n in names if n))
 
     async def logs(
         self, pod: str, namespace: str = "default", *, container: str | None = None, follow: bool = False

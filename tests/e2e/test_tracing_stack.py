@@ -77,11 +77,16 @@ def lahar(stack: Stack, env: dict[str, str], *args: str, stdin: str | None = Non
 
 
 def trace_through(spans: list[ReceivedSpan], services: tuple[str, ...]) -> list[ReceivedSpan] | None:
-    """The spans of the trace the CLI's `lahar apply` started, once it holds spans of every service."""
+    """The spans of the trace the CLI's `lahar apply` started, once it holds spans of every service and
+    the parent of each of its spans (each service exports its spans in its own batches, so a child may
+    arrive before its parent)."""
     roots = [s for s in spans if s.service == "lahar" and s.name == "lahar apply"]
     if not roots:
         return None
     trace = [s for s in spans if s.trace_id == roots[0].trace_id]
+    ids = {s.span_id for s in trace}
+    if any(s.parent_span_id and s.parent_span_id not in ids for s in trace):
+        return None
     return trace if all(any(s.service == name for s in trace) for name in services) else None
 
 

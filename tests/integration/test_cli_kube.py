@@ -8,6 +8,7 @@ import asyncio
 import json
 import signal
 import time
+import uuid
 from dataclasses import replace
 
 import pytest
@@ -175,3 +176,33 @@ async def test_a_watch_with_a_selector_follows_what_matches(cli: Cli, etcd: Etcd
         proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 30)
     assert code == 0
+
+
+async def test_describe_pod_shows_the_events_its_jobs_bundles_carry(cli: Cli, bus: Bus, etcd: Etcd) -> None:
+    running = job("bundled", {}, "Running")
+    pod = replace(pod_for(running, running.tasks[0], 0, created_at=1e9), status=PodStatus(phase="Pending"))
+    await store(etcd, pod, seq=1)
+    for job_name, pods, node in (
+        ("bundled", ("bundled-worker-0", "bundled-worker-1"), "n1"),
+        ("other", (pod.meta.name,), "n9"),
+    ):
+        events = [
+            {"name": name, "id": str(uuid.uuid4()), "payload": {"node": node, "plan": "p"}} for name in pods
+        ]
+        if len(events) == 1:  # the same pod name in another job's bundle: not this pod's
+            events.append(
+                {"name": "other-worker-1", "id": str(uuid.uuid4()), "payload": {"node": node, "plan": "p"}}
+            )
+        bundle = Envelope.create(
+            "PodsBound",
+            time=time.time() - 5,
+            producer="binder",
+            correlation_id=f"default/{job_name}",
+            payload={"events": events},
+        )
+        await bus.publish(bundle, event_subject("pods", "default", job_name, "PodsBound", "binder"))
+
+    code, out, _ = await cli("describe", "pod", pod.meta.name)
+    assert code == 0, out
+    rows = [line for line in out.splitlines() if "Scheduled" in line]
+    assert len(rows) == 1 and rows[0].endswith(f"Successfully assigned default/{pod.meta.name} to n1")

@@ -5,9 +5,10 @@ and one of its pod slots; one that is also not terminating counts in its queue's
 scheduler, whose idle and queue figures leave Releasing pods out), and a terminating one counts in the
 node's `releasing` too (what the node will have back once it stopped). A pending pod nominated to a node
 (PodNominated: room a preemption freed for it) holds that room in the node's `reserved`, and a future pod
-slot, until it is bound. Every change removes the pod's old contribution and adds the new one, so
-folding the same fact twice (the binder's optimistic application of its own outputs, then the same event
-from the log) changes nothing the second time.
+slot, until it is bound, or until that room cannot come any more (stale_reservations.py). Every change
+removes the pod's old contribution and adds the new one, so folding the same fact twice (the binder's
+optimistic application of its own outputs, then the same event from the log) changes nothing the second
+time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from contracts import payloads
 from contracts.objects import Node, Pod, PodGroup, Queue
 from contracts.payloads import ObjectPayload, Payload, decode_as
 from contracts.resources import CPU, MEMORY, PODS
+from services.binder.core.stale_reservations import stale_reservations
 from services.scheduler.core.snapshot import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
 from shared.runner_types import Event
 
@@ -120,8 +122,24 @@ def apply_event(ledger: Ledger, event: Event) -> None:
 def fold_fact(ledger: Ledger, event_type: str, key: str, data: Payload) -> None:
     """Fold an event that does not depend on its seq or time (the binder's own outputs are among them)."""
     handler = _FACTS.get(event_type)
-    if handler is not None:
+    if handler is None:
+        return
+    if event_type not in _ENDS_A_RUN:
         handler(ledger, key, data)
+        return
+    pod = ledger.pods.get(key)
+    handler(ledger, key, data)
+    if pod is not None and pod.node:  # the node may have stopped releasing: is its reserved room gone?
+        _void_stale(ledger, pod.node)
+
+
+def _void_stale(ledger: Ledger, node: str) -> None:
+    """Drop the reservations whose room cannot come any more (stale_reservations.py)."""
+    for key in stale_reservations(ledger, node):
+        pod = ledger.pods[key]
+        _account(ledger, key, pod, -1)
+        pod.nominated = ""
+        _account(ledger, key, pod, +1)
 
 
 def _account(ledger: Ledger, key: str, pod: PodEntry, sign: int) -> None:
@@ -262,6 +280,9 @@ def _object(data: Payload, cls: type[T]) -> T:
     return decode_as(data.object, cls)
 
 
+# the events after which a pod no longer stops on its node (it ended, or is gone)
+_ENDS_A_RUN = frozenset({"PodSucceeded", "PodFailed", "PodLost", "PodTerminated"})
+
 _FACTS: Mapping[str, Handler] = {
     "QueueApplied": _queue_applied,
     "QueueDeleted": lambda ledger, key, _: _forget(ledger.capabilities, key),
@@ -294,6 +315,7 @@ def _node_registered(ledger: Ledger, event: Event) -> None:
     entry.registered_at = event.time
     if node.ready:
         entry.ready_seq = event.seq
+    _void_stale(ledger, event.name)  # it may have shrunk or been cordoned under its reservations
 
 
 def _node_ready(ledger: Ledger, event: Event) -> None:
