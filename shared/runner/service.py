@@ -53,6 +53,18 @@ _QUEUED_BATCHES = 8  # backpressure on the live reader (each batch holds up to m
 _FINAL_FLUSH_S = 2.0  # how long a stopping service tries to write its last quarantine records
 
 
+def unreadable(exc: Exception) -> QuarantineReason:
+    """Why a record that could not be made an event is set aside: a payload about another object than
+    its subject names (contracts/identity.py: a core keys its state by the subject and may read the
+    payload's names, so it sees neither); a payload that is not what its type promises (a forged event,
+    a writer's bug); or no event at all."""
+    if isinstance(exc, WrongObject):
+        return "wrong_object"
+    if isinstance(exc, PayloadError):
+        return "invalid_payload"
+    return "not_an_event"
+
+
 class EventSourcedService(Service, Generic[S]):
     """Runs core against the log. The server sends only the event types the core `reads` (None: every
     event); subject_filter, one wildcard or several, overrides that (it must include the service's own
@@ -387,11 +399,8 @@ class EventSourcedService(Service, Generic[S]):
                 self.seq = record.seq
                 self.metrics.applied("live" if live else "replay", record.seq)
                 return
-        except PayloadError as exc:
-            self._quarantine(record, ref, env, "invalid_payload", exc)
-            return
-        except (EnvelopeError, ValueError) as exc:
-            self._quarantine(record, ref, env, "not_an_event", exc)
+        except (EnvelopeError, ValueError) as exc:  # a bundle that is none: set aside whole
+            self._quarantine(record, ref, env, unreadable(exc), exc)
             return
         self._apply_one(record, ref, env, live=live, track=track)
         if self.seq < record.seq:
@@ -404,20 +413,10 @@ class EventSourcedService(Service, Generic[S]):
         """Fold one event of a record (the record itself, or one event of its bundle)."""
         try:
             event = to_event(record.seq, ref, env)
-        except WrongObject as exc:
-            # A payload about another object than its subject names (contracts/identity.py): a core keys
-            # its state by the subject and may read the payload's names, so it sees neither.
-            self._quarantine(record, ref, env, "wrong_object", exc)
-            return
-        except PayloadError as exc:
-            # An event whose payload is not what its type promises (a forged event, or a writer's bug):
-            # it is set aside, never applied, so no core sees a field it cannot trust.
-            self._quarantine(record, ref, env, "invalid_payload", exc)
-            return
         except (EnvelopeError, ValueError) as exc:
-            # Not an event (a bug of some writer): nothing can be folded from it, and stopping here
-            # would stall the service forever.
-            self._quarantine(record, ref, env, "not_an_event", exc)
+            # Set aside, never applied: no core sees a field it cannot trust, and stopping here would
+            # stall the service forever (unreadable names why).
+            self._quarantine(record, ref, env, unreadable(exc), exc)
             return
         try:
             self._fold(event, env, live)

@@ -28,14 +28,13 @@ import numpy as np
 
 from contracts.objects import PodGroupCondition
 from services.scheduler.core.actions.fifo import foreign_waiting, hold_back
+from services.scheduler.core.actions.placing import find_nodes, place_best
 from services.scheduler.core.actions.reservations import bind_reserved
 from services.scheduler.core.actions.subgroup_allocate import allocate_sub_groups
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
-from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.framework.statement import Op, Statement
-from services.scheduler.core.framework.stats import PREDICATE, SCORING
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.task import ALLOCATED_STATUSES, TaskInfo
@@ -177,27 +176,14 @@ class AllocateAction(Action):
                 if not need_continue_allocating(job, failed_roles):
                     break
                 continue
-            reason = ssn.pre_predicate_fn(task)
-            if reason:
-                reasons = {reason: 0}
-            else:
-                started = ssn.timer.tick()
-                fit = feasible_nodes(ssn, task, allowed=allowed)
-                ssn.timer.stage(PREDICATE, started)
-                reasons = fit.reasons
-            if reason or not len(fit.candidates):
+            candidates, reasons = find_nodes(ssn, task, allowed)
+            if not len(candidates):
                 job.record_fit_errors(task, reasons)
                 failed_roles[task.role] = reasons
                 if not need_continue_allocating(job, failed_roles):
                     break
                 continue
-            started = ssn.timer.tick()
-            node = select_best_node(ssn, task, fit.candidates)
-            ssn.timer.stage(SCORING, started)
-            if fits_idle(ssn, task, node):
-                stmt.allocate(task, node)
-            else:
-                stmt.pipeline(task, node)
+            place_best(ssn, stmt, task, candidates)
             if tasks and ssn.job_ready_fn(job):
                 break
         if ssn.job_ready_fn(job) or ssn.job_pipelined_fn(job):

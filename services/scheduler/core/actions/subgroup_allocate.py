@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from services.scheduler.core.actions import subgroup_domains
+from services.scheduler.core.actions.placing import find_nodes, place_best
 from services.scheduler.core.framework.action import PriorityQueue
-from services.scheduler.core.framework.placement import feasible_nodes, fits_idle, select_best_node
 from services.scheduler.core.framework.statement import Op, Statement
-from services.scheduler.core.framework.stats import PREDICATE, SCORING
 from services.scheduler.core.model.subgroups import REST, SubGroup, SubGroups, sub_groups_of
 from services.scheduler.core.model.topology import CLUSTER_TOP
 
@@ -194,26 +193,13 @@ def _place_tasks(
             job.record_fit_errors(task, {refusal.text: 0})
             job.record_refusal(refusal)
             continue
-        reason = ssn.pre_predicate_fn(task)
-        if reason:
-            reasons = {reason: 0}
-        else:
-            started = ssn.timer.tick()
-            fit = feasible_nodes(ssn, task, allowed=allowed)
-            ssn.timer.stage(PREDICATE, started)
-            reasons = fit.reasons
-        if reason or not len(fit.candidates):
+        candidates, reasons = find_nodes(ssn, task, allowed)
+        if not len(candidates):
             job.record_fit_errors(task, reasons)
             if all_needed:  # one pod short and the partition cannot be whole here
                 break
             continue
-        started = ssn.timer.tick()
-        node = select_best_node(ssn, task, fit.candidates)
-        ssn.timer.stage(SCORING, started)
-        if fits_idle(ssn, task, node):
-            stmt.allocate(task, node)
-        else:
-            stmt.pipeline(task, node)
+        place_best(ssn, stmt, task, candidates)
         if group.is_ready():
             break
     if len(stmt) and (group.is_ready() or group.is_pipelined()):
