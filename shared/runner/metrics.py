@@ -14,7 +14,9 @@ class RunnerMetrics:
         self.service = service
         self._applied: dict[str, Any] = {}  # phase -> its series (every event counts: looked up once)
         self.events_applied = registry.counter(
-            "lahar_runner_events_applied_total", "Events folded into the state", ("service", "phase")
+            "lahar_runner_events_applied_total",
+            "Records of the log folded into the state (a bundle counts once)",
+            ("service", "phase"),
         )
         self.events_skipped = registry.counter(
             "lahar_runner_events_skipped_total",
