@@ -247,7 +247,10 @@ class EventSourcedService(Service, Generic[S]):
                     break
         elapsed = time.perf_counter() - started
         self.metrics.replay_seconds.set(elapsed)
-        log.info("replayed the log", from_seq=first, to_seq=self.seq, events=count, seconds=round(elapsed, 3))
+        # records, not events: a bundle is one record holding several events (contracts/bundles.py)
+        log.info(
+            "replayed the log", from_seq=first, to_seq=self.seq, records=count, seconds=round(elapsed, 3)
+        )
         self.phase = "following"
         await self.after_replay()
         self.progressed()

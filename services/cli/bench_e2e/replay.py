@@ -1,10 +1,12 @@
 """How fast each service rebuilds its state from the log: its checkpoint deleted, the service killed,
 the supervisor restarts it and it replays the whole log; the figures are its own ("replayed the log" in
-its log: events read and folded, seconds)."""
+its log: records read and folded, seconds), and the events those records hold, counted by the bench (a
+bundle is one record of several events)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -17,6 +19,9 @@ from services.cli.bench_e2e.stack import BenchStack
 from services.cli.stack.etcd_users import ROOT_PASSWORD_FILE
 from services.cli.stack.layout import CREDS_DIR, StackState
 from services.cli.stack.supervisor import service_health
+from shared.bus.bundles import is_bundle, unpack
+from shared.bus.jetstream import Bus
+from shared.bus.subjects import EVENTS_STREAM, parse_event_subject
 from shared.security.etcd_roles import ROOT
 from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd
@@ -54,8 +59,28 @@ async def _following(stack: BenchStack, name: str, old_pid: int) -> None:
     raise RuntimeError(f"{name} did not follow the log again within {_RESTART_TIMEOUT_S:.0f}s")
 
 
-async def replay_rates(stack: BenchStack, say: Callable[[str], None]) -> dict[str, dict[str, float]]:
-    """Per service: events replayed, seconds, events per second."""
+async def log_events(bus: Bus) -> list[int]:
+    """Events up to each record of the log: [events in records 1..seq] at index seq (a bundle's
+    events count one by one)."""
+    upto = [0]
+    async for batch in bus.replay_batches(EVENTS_STREAM):
+        for record in batch:
+            while len(upto) < record.seq:  # a sequence the stream no longer holds
+                upto.append(upto[-1])
+            held = 1
+            with contextlib.suppress(ValueError):  # what is no event counts as the one record it is
+                ref = parse_event_subject(record.subject)
+                if is_bundle(ref.type):
+                    held = len(unpack(ref, record.envelope()))
+            upto.append(upto[-1] + held)
+    return upto
+
+
+async def replay_rates(
+    stack: BenchStack, say: Callable[[str], None], events_upto: list[int]
+) -> dict[str, dict[str, float]]:
+    """Per service: records and events replayed, seconds, events per second (the events of the records
+    it replayed, whether or not it reads their type: the whole log passes through every service)."""
     state = stack.state
     assert state is not None
     host, _, port = state.etcd_endpoint.rpartition(":")
@@ -75,8 +100,11 @@ async def replay_rates(stack: BenchStack, say: Callable[[str], None]) -> dict[st
             replay = _last_replay(stack.home / "logs" / f"{record.name}.log")
             if replay is None or not replay.get("seconds"):
                 continue
-            events, seconds = int(replay["events"]), float(replay["seconds"])
+            records, seconds = int(replay["records"]), float(replay["seconds"])
+            first, last = int(replay["from_seq"]), min(int(replay["to_seq"]), len(events_upto) - 1)
+            events = events_upto[last] - events_upto[max(first - 1, 0)] if last >= first else 0
             rates[record.name] = {
+                "records": records,
                 "events": events,
                 "seconds": seconds,
                 "events_per_s": round(events / seconds),

@@ -23,7 +23,7 @@ from services.cli.bench_e2e import costs, procstat
 from services.cli.bench_e2e.figures import RoundTimes, round_figures
 from services.cli.bench_e2e.follow import follow_binds_and_phases
 from services.cli.bench_e2e.rawpub import raw_publish_rate
-from services.cli.bench_e2e.replay import replay_rates
+from services.cli.bench_e2e.replay import log_events, replay_rates
 from services.cli.bench_e2e.stack import BenchStack
 from services.cli.bench_e2e.workload import NAMESPACE, BenchJob, arrival_offsets, bench_jobs
 from services.cli.stack.layout import StackState, creds_path
@@ -176,10 +176,11 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
         rounds = [await _run_round(bus, spec, index, stack, say) for index in range(spec.rounds)]
         say("measuring the raw publish rate again")
         raw_after = await raw_publish_rate(scratch)
+        events_upto = await log_events(bus) if spec.replay else []
     finally:
         await scratch.close()
         await bus.close()
-    replays = await replay_rates(stack, say) if spec.replay else None
+    replays = await replay_rates(stack, say, events_upto) if spec.replay else None
     raw = (raw_before + raw_after) / 2
     for figures in rounds:
         figures["ratio"] = round(figures["pods_per_s"] / raw, 4)
