@@ -52,9 +52,11 @@ class BundledEvent(Payload, frozen=True, kw_only=True):
 
 
 class PodBundle(Payload, frozen=True, kw_only=True):
-    """The payload of every bundle type: its events, in the order they were decided."""
+    """The payload of every bundle type: its events, in the order they were decided, and the schema
+    version their payloads were written at (older ones are upcast on reading, as a lone event's are)."""
 
     events: Annotated[tuple[BundledEvent, ...], msgspec.Meta(min_length=1)]
+    item_version: Annotated[int, msgspec.Meta(ge=1, description="the events' schema version")] = 1
 
 
 def bundle_subject_name(correlation_id: str, namespace: str | None) -> str | None:

@@ -50,6 +50,7 @@ class _WireEvent(msgspec.Struct):
 
 class _WireBundle(msgspec.Struct):
     events: list[_WireEvent]
+    item_version: int = 1
 
 
 _WIRE = msgspec.msgpack.Decoder(_WireBundle)
@@ -76,6 +77,8 @@ def unpack(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelop
         raise PayloadError(f"{ref.type} payload: {exc}") from None
     if not wire.events:
         raise PayloadError(f"{ref.type} payload: events: a bundle carries at least one event")
+    if wire.item_version < 1:
+        raise PayloadError(f"{ref.type} payload: item_version: must be 1 or more, got {wire.item_version}")
     unpacked = []
     for index, item in enumerate(wire.events):
         if not item.name or not _MAP_HEADER[memoryview(item.payload)[0]]:
@@ -88,7 +91,7 @@ def unpack(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelop
             producer=env.producer,
             correlation_id=env.correlation_id,
             payload=RawPayload(item.payload),
-            schema_version=EVENT_TYPES[item_type].version,
+            schema_version=wire.item_version,
             causation_id=item.causation_id if item.causation_id is not None else env.causation_id,
             traceparent=item.traceparent if item.traceparent is not None else env.traceparent,
             tracestate=env.tracestate,
@@ -201,7 +204,7 @@ def bundle_envelope(
         time=float(time),
         producer=producer,
         correlation_id=first.correlation_id,
-        payload={"events": events},
+        payload={"events": events, "item_version": EVENT_TYPES[item_type].version},
         schema_version=EVENT_TYPES[bundle_type].version,
         causation_id=cause,
         traceparent=trace,

@@ -267,3 +267,19 @@ def test_an_event_that_went_alone_goes_alone_again() -> None:
     a, b = out("PodSucceeded", "a"), out("PodSucceeded", "b")
     pinned = {a.id: (a,)}  # its send failed before b was decided
     assert names(group_for_bundles([a, b], pinned)) == [["PodSucceeded:a"], ["PodSucceeded:b"]]
+
+
+def test_a_bundle_says_the_schema_version_of_its_events() -> None:
+    ref, env = bundled([out("PodBound", "a"), out("PodBound", "b")])
+    assert env.payload["item_version"] == 1
+    assert {item.schema_version for _, item in unpack(ref, env)} == {1}
+    bad = Envelope(
+        type="PodsBound",
+        id=deterministic_id("t", "v"),
+        time=1.0,
+        producer="binder",
+        correlation_id="default/train",
+        payload={"events": [{"name": "a", "id": "i", "payload": {}}], "item_version": 0},
+    )
+    with pytest.raises(PayloadError, match="item_version"):
+        unpack(ref, Envelope.decode(bad.encode()))
