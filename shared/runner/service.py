@@ -402,7 +402,7 @@ class EventSourcedService(Service, Generic[S]):
                 self.seq = record.seq
                 self.metrics.applied("live" if live else "replay", record.seq)
                 return
-        except (EnvelopeError, ValueError) as exc:  # a bundle that is none: set aside whole
+        except (EnvelopeError, ValueError) as exc:  # no event, or a bundle that is none: set aside whole
             self._quarantine(record, ref, env, unreadable(exc), exc)
             return
         self._apply_one(record, ref, env, live=live, track=track)
