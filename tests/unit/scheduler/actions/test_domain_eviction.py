@@ -5,34 +5,13 @@ case, on two racks of two 2-cpu nodes (rack-a: n1 n2, rack-b: n3 n4) under one s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import pytest
-from support.builders import conf, hypernode, node, pod, podgroup, priority_class, queue, res, run
+from support.builders import conf, pod, podgroup, queue, res, run
+from support.rack_eviction import CLASSES, HARD_1, TIERS, Case, condition, racks, running
 
 from contracts.objects import NetworkTopologySpec
-from services.scheduler.core.framework.plan import SessionResult
 
-CLASSES = [priority_class("low", 10), priority_class("mid", 50), priority_class("high", 100)]
-TOPOLOGY = [
-    *(node(n, cpu=2) for n in ("n1", "n2", "n3", "n4")),
-    hypernode("rack-a", 1, nodes=["n1", "n2"]),
-    hypernode("rack-b", 1, nodes=["n3", "n4"]),
-    hypernode("spine", 2, hypernodes=["rack-a", "rack-b"]),
-]
-TIERS = (
-    ["priority", {"name": "gang", "enablePreemptable": False}, "conformance"],
-    ["predicates", "proportion", "network-topology-aware"],
-)
-HARD_1 = NetworkTopologySpec(mode="hard", highest_tier_allowed=1)
-
-
-def running(name: str, pc: str, node_name: str, queue_name: str = "default") -> list:
-    return [
-        podgroup(name, priority_class=pc, queue=queue_name, phase="Running"),
-        pod(f"{name}-0", name, cpu=2, node_name=node_name, priority_class=pc),
-    ]
+TOPOLOGY = racks({"rack-a": ("n1", "n2"), "rack-b": ("n3", "n4")})
 
 
 def gang(
@@ -66,16 +45,6 @@ SPLIT = [
     *running("low-3", "low", "n3"),
     *running("mid-4", "mid", "n4"),
 ]
-
-
-@dataclass
-class Case:
-    name: str
-    objects: list[Any]
-    evictions: set[str] = field(default_factory=set)
-    pipelined: dict[str, str] = field(default_factory=dict)
-    action: str = "preempt"
-    condition: str = ""  # a fragment of the gang's Preempting / Reclaiming condition
 
 
 CASES = [
@@ -175,11 +144,6 @@ CASES = [
 ]
 
 
-def condition(result: SessionResult, kind: str) -> str:
-    found = [c.message for c in result.podgroups["default/g"].conditions if c.type == kind]
-    return found[0] if found else ""
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_domain_eviction(case: Case) -> None:
     result = run([*CLASSES, *TOPOLOGY, *case.objects], conf(case.action, *TIERS))
@@ -189,4 +153,4 @@ def test_domain_eviction(case: Case) -> None:
     assert len(result.plans) == (1 if case.evictions else 0)  # one plan: evictions and reservations
     if case.condition:
         kind = "Preempting" if case.action == "preempt" else "Reclaiming"
-        assert case.condition in condition(result, kind)
+        assert case.condition in condition(result, "default/g", kind)

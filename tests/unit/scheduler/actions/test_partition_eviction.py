@@ -6,36 +6,19 @@ n5 n6) under one spine (tier 2); a partitioned pod takes a whole node."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import pytest
-from support.builders import conf, hypernode, node, pod, podgroup, priority_class, queue, res, run
+from support.builders import conf, pod, podgroup, queue, res, run
+from support.rack_eviction import CLASSES, HARD_1, TIERS, Case, condition, racks, running
 
 from contracts.objects import NetworkTopologySpec, SubGroupPolicy
-from services.scheduler.core.framework.plan import SessionResult
 
-CLASSES = [priority_class("low", 10), priority_class("mid", 50), priority_class("high", 100)]
 RACKS = {"rack-a": ("n1", "n2"), "rack-b": ("n3", "n4"), "rack-c": ("n5", "n6")}
 RACK_OF = {n: rack for rack, members in RACKS.items() for n in members}
-TOPOLOGY = [
-    *(node(n, cpu=2) for n in RACK_OF),
-    *(hypernode(rack, 1, nodes=members) for rack, members in RACKS.items()),
-    hypernode("spine", 2, hypernodes=list(RACKS)),
-]
-TIERS = (
-    ["priority", {"name": "gang", "enablePreemptable": False}, "conformance"],
-    ["predicates", "proportion", "network-topology-aware"],
-)
+TOPOLOGY = racks(RACKS)
 PARTITION = "volcano.sh/partition-id"
-HARD_1 = NetworkTopologySpec(mode="hard", highest_tier_allowed=1)
-
-
-def running(name: str, pc: str, node_name: str, queue_name: str = "default") -> list:
-    return [
-        podgroup(name, priority_class=pc, queue=queue_name, phase="Running"),
-        pod(f"{name}-0", name, cpu=2, node_name=node_name, priority_class=pc),
-    ]
 
 
 def partitioned(
@@ -74,16 +57,6 @@ def partitioned(
         for i in range(partitions * size)
     ]
     return [group, *pods]
-
-
-@dataclass
-class Case:
-    name: str
-    objects: list[Any]
-    evictions: set[str] = field(default_factory=set)
-    pipelined: dict[str, str] = field(default_factory=dict)
-    action: str = "preempt"
-    condition: str = ""  # a fragment of the job's Preempting / Reclaiming condition
 
 
 CASES = [
@@ -257,11 +230,6 @@ CASES = [
 ]
 
 
-def condition(result: SessionResult, kind: str) -> str:
-    found = [c.message for c in result.podgroups["default/p"].conditions if c.type == kind]
-    return found[0] if found else ""
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_partition_eviction(case: Case) -> None:
     result = run([*CLASSES, *TOPOLOGY, *case.objects], conf(case.action, *TIERS), now=60.0)
@@ -271,9 +239,9 @@ def test_partition_eviction(case: Case) -> None:
     assert len(result.plans) == (1 if case.evictions else 0)  # one plan: evictions and reservations
     kind = "Preempting" if case.action == "preempt" else "Reclaiming"
     if case.condition:
-        assert case.condition in condition(result, kind)
+        assert case.condition in condition(result, "default/p", kind)
     if not case.evictions:
-        assert "nothing evicted" in condition(result, kind)
+        assert "nothing evicted" in condition(result, "default/p", kind)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.pipelined], ids=lambda c: c.name)
