@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,9 +214,29 @@ async def _measure(spec: BenchSpec, stack: BenchStack, ready_s: float, say: Call
     return result
 
 
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """SIGTERM ends the bench as Ctrl-C does, through its `finally`: the stack it started is stopped
+    (the default action would end the process there and leave the stack running)."""
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_bench(spec: BenchSpec, say: Callable[[str], None]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="lahar-bench-"))
     stack = BenchStack(home, spec.nodes, spec.replicas, no_auth=spec.no_auth, no_tls=spec.no_tls)
+    with _terminate_as_exit():
+        return _run_on(spec, stack, home, say)
+
+
+def _run_on(spec: BenchSpec, stack: BenchStack, home: Path, say: Callable[[str], None]) -> dict[str, Any]:
     try:
         say(f"starting a stack of {spec.nodes} hollow nodes, {spec.replicas} scheduler replica(s) in {home}")
         ready_s = stack.start(spec.ready_timeout_s, say)
