@@ -43,7 +43,7 @@ def test_a_terminated_bench_stops_its_stack() -> None:
         assert home is not None
         state = StackState.read(home)
         assert state is not None and process_alive(state.supervisor_pid)
-        pids = [state.supervisor_pid, *(s.pid for s in state.services)]
+        pids = started_by(state)
 
         bench.send_signal(signal.SIGTERM)
         assert bench.wait(timeout=60) == 128 + signal.SIGTERM
@@ -54,7 +54,12 @@ def test_a_terminated_bench_stops_its_stack() -> None:
             bench.wait()
         if home is not None:
             state = StackState.read(home)
-            for pid in [] if state is None else [state.supervisor_pid]:
+            for pid in [] if state is None else started_by(state):  # what a failure left, by PID
                 if process_alive(pid):
-                    os.killpg(pid, signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
             shutil.rmtree(home, ignore_errors=True)
+
+
+def started_by(state: StackState) -> list[int]:
+    """Every process of the stack: its supervisor, servers and services."""
+    return [state.supervisor_pid, *(s.pid for s in state.servers), *(s.pid for s in state.services)]
