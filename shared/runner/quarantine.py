@@ -16,6 +16,8 @@ import nats.errors
 import structlog
 
 from contracts.bus_messages import QuarantineReason, QuarantineRecord, ReconcileFailure
+from contracts.identity import WrongObject
+from contracts.payloads import PayloadError
 from shared.bus.envelope import Envelope
 from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
@@ -29,6 +31,18 @@ log = structlog.get_logger(__name__)
 
 QUEUED_RECORDS = 10_000
 RETRY_S = 1.0
+
+
+def unreadable(exc: Exception) -> QuarantineReason:
+    """Why a record that could not be made an event is set aside: a payload about another object than
+    its subject names (contracts/identity.py: a core keys its state by the subject and may read the
+    payload's names, so it sees neither); a payload that is not what its type promises (a forged event,
+    a writer's bug); or no event at all."""
+    if isinstance(exc, WrongObject):
+        return "wrong_object"
+    if isinstance(exc, PayloadError):
+        return "invalid_payload"
+    return "not_an_event"
 
 
 class Quarantine:

@@ -22,8 +22,6 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
 
 from contracts.bus_messages import QuarantineReason
-from contracts.identity import WrongObject
-from contracts.payloads import PayloadError
 from shared.bus.bundles import BUNDLE_OF, unpack
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
@@ -38,7 +36,7 @@ from shared.runner.events import read_filters, span_attributes, to_event
 from shared.runner.leader import LeaderSeat, default_candidate
 from shared.runner.metrics import RunnerMetrics
 from shared.runner.publisher import Publisher
-from shared.runner.quarantine import Quarantine
+from shared.runner.quarantine import Quarantine, unreadable
 from shared.runner.reconcile_boundary import ReconcileBoundary
 from shared.runner_types import Core, Event, Key, S
 from shared.service import Service
@@ -51,18 +49,6 @@ log = structlog.get_logger(__name__)
 
 _QUEUED_BATCHES = 8  # backpressure on the live reader (each batch holds up to max_batch_events)
 _FINAL_FLUSH_S = 2.0  # how long a stopping service tries to write its last quarantine records
-
-
-def unreadable(exc: Exception) -> QuarantineReason:
-    """Why a record that could not be made an event is set aside: a payload about another object than
-    its subject names (contracts/identity.py: a core keys its state by the subject and may read the
-    payload's names, so it sees neither); a payload that is not what its type promises (a forged event,
-    a writer's bug); or no event at all."""
-    if isinstance(exc, WrongObject):
-        return "wrong_object"
-    if isinstance(exc, PayloadError):
-        return "invalid_payload"
-    return "not_an_event"
 
 
 class EventSourcedService(Service, Generic[S]):
