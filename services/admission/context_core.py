@@ -39,8 +39,8 @@ from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
 from services.admission.core.implicit_podgroup import GROUP_NAME
 from services.admission.core.overlay import Overlay
+from services.admission.core.pod_queue import pod_queue
 from services.admission.core.tenants import TENANT_KIND, Tenant, fold_tenant
-from services.job_controller.core.expand import QUEUE_NAME
 from services.job_controller.core.plain.owner import owner_pod
 from shared.runner_types import Event, Key, Output, deterministic_id
 
@@ -184,12 +184,12 @@ def _pod_withdrawn(view: View, event: Event) -> None:
 
 
 def _pod_created(view: View, event: Event) -> None:
-    pod = event.payload_as(payloads.PodCreated).decoded()
-    queue = pod.meta.annotations.get(QUEUE_NAME) or pod.meta.labels.get(QUEUE_NAME) or "default"
-    previous = view.pods.get(_key(event))
+    queue = pod_queue(event.payload_as(payloads.PodCreated).object)  # the one fact kept of the pod
+    key = _key(event)
+    previous = view.pods.get(key)
     if previous is not None and previous[1]:
         count_allocated(view, previous[0], -1)
-    view.pods[_key(event)] = [queue, False]
+    view.pods[key] = [queue, False]
 
 
 def _pod_phase(allocated: bool) -> Callable[[View, Event], None]:
