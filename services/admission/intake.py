@@ -21,6 +21,7 @@ ManifestRejected where one can be written.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 from collections.abc import Sequence
@@ -172,25 +173,31 @@ class IntakeConsumer:
             log.exception("admission failed on a batch of intake manifests; deciding them one by one")
             results = [await self._submit_alone(m.submission) for m in valid]  # type: ignore[arg-type]
         outcomes: dict[int, Submitted | Exception] = {id(m): r for m, r in zip(valid, results, strict=True)}
-        for manifest in manifests:
-            outcome = outcomes.get(id(manifest))
-            try:
-                if isinstance(outcome, Forbidden):
-                    await self._forbid(manifest, outcome)
-                    continue
-                if isinstance(outcome, Unavailable | BusError):
-                    if manifest.delivery.num_delivered >= _MAX_DELIVER:  # never delivered again: move it
-                        await self._give_up(manifest, outcome, "retries_exhausted")
-                        continue
-                elif isinstance(outcome, Exception) and not isinstance(outcome, nats.errors.MaxPayloadError):
-                    await self._failed(manifest, outcome)
-                    continue
-                # accepted, refused, or too large for the bus whenever it comes: a rejection says so
-                await self._settle(manifest, outcome)
-            except Exception as exc:  # the error boundary of one message: it cannot stop the intake
-                await self._failed(manifest, exc)
-            finally:
-                manifest.span.end()
+        # every manifest's rejection and acknowledgement in flight together: one write to the server for
+        # the batch, not a round trip per manifest (each finish is its message's own error boundary)
+        finished = await asyncio.gather(*(self._finish(m, outcomes.get(id(m))) for m in manifests))
+        accepted = finished.count("accepted")
+        if accepted:
+            seqs = f"{manifests[0].seq}-{manifests[-1].seq}"  # of the intake stream
+            log.info("intake manifests accepted", accepted=accepted, of=len(manifests), seqs=seqs)
+
+    async def _finish(self, manifest: _Manifest, outcome: Submitted | Exception | None) -> str:
+        """Settle one manifest of a batch by its outcome; what became of it: the intake metric's result,
+        or "" when it could not be settled now (it comes back)."""
+        try:
+            if isinstance(outcome, Forbidden):
+                return await self._forbid(manifest, outcome)
+            if isinstance(outcome, Unavailable | BusError):
+                if manifest.delivery.num_delivered >= _MAX_DELIVER:  # never delivered again: move it
+                    return await self._give_up(manifest, outcome, "retries_exhausted")
+            elif isinstance(outcome, Exception) and not isinstance(outcome, nats.errors.MaxPayloadError):
+                return await self._failed(manifest, outcome)
+            # accepted, refused, or too large for the bus whenever it comes: a rejection says so
+            return await self._settle(manifest, outcome)
+        except Exception as exc:  # the error boundary of one message: it cannot stop the intake
+            return await self._failed(manifest, exc)
+        finally:
+            manifest.span.end()
 
     async def _submit_alone(self, submission: Submission) -> Submitted | Exception:
         try:
@@ -198,17 +205,17 @@ class IntakeConsumer:
         except Exception as exc:
             return exc
 
-    async def _failed(self, manifest: _Manifest, exc: Exception) -> None:
+    async def _failed(self, manifest: _Manifest, exc: Exception) -> str:
         """Handling raised: deliver it again, or after _ATTEMPTS tries move it to the dead letters."""
         log.error("admission failed on an intake manifest", source=manifest.source, exc_info=exc)
         if manifest.delivery.num_delivered < _ATTEMPTS:
             self.port.metrics.intake.labels("retried").inc()
             with contextlib.suppress(nats.errors.Error, TimeoutError):  # unsettled, it comes back anyway
                 await manifest.delivery.nak(delay_s=_RETRY_DELAY_S)
-            return
-        await self._give_up(manifest, exc, "handling_failed")
+            return "retried"
+        return await self._give_up(manifest, exc, "handling_failed")
 
-    async def _forbid(self, manifest: _Manifest, exc: Forbidden) -> None:
+    async def _forbid(self, manifest: _Manifest, exc: Forbidden) -> str:
         """A manifest its publisher may not make: moved to the dead letters (reason forbidden, naming the
         rule), and nothing in the log, not even a rejection (core/authorize.py)."""
         delivery = manifest.delivery
@@ -221,12 +228,13 @@ class IntakeConsumer:
             log.warning("forbidden intake manifest not moved yet", source=manifest.source, error=str(err))
             with contextlib.suppress(nats.errors.Error, TimeoutError):
                 await delivery.nak(delay_s=_RETRY_DELAY_S)
-            return
+            return ""
         log.warning("intake manifest forbidden", source=manifest.source, error=str(exc))
         manifest.span.set_attribute("lahar.admission.code", "forbidden")
         self.port.metrics.intake.labels("forbidden").inc()
+        return "forbidden"
 
-    async def _give_up(self, manifest: _Manifest, exc: Exception, reason: DeadLetterReason) -> None:
+    async def _give_up(self, manifest: _Manifest, exc: Exception, reason: DeadLetterReason) -> str:
         """Tell the producer (a ManifestRejected, where one can be written), move the message to
         LAHAR_DEADLETTER and take it off the intake stream; kept if the dead letter cannot be stored."""
         answer = ""
@@ -254,10 +262,11 @@ class IntakeConsumer:
             log.warning(
                 "intake manifest not moved to the dead letters", source=manifest.source, error=str(err)
             )
-            return
+            return ""
         log.error("intake manifest moved to the dead letters", source=manifest.source, reason=reason)
         manifest.span.set_attribute("lahar.admission.code", "dead_letter")
         self.port.metrics.intake.labels("dead_letter").inc()
+        return "dead_letter"
 
     def _read(self, delivery: Delivery) -> _Manifest:
         """Parse one message and open its span (a child of the producer's trace, if it sent one)."""
@@ -295,7 +304,7 @@ class IntakeConsumer:
             manifest.submission = Submission(build, request_id, trace_context)
         return manifest
 
-    async def _settle(self, manifest: _Manifest, outcome: Submitted | Exception | None) -> None:
+    async def _settle(self, manifest: _Manifest, outcome: Submitted | Exception | None) -> str:
         errors: Sequence[FieldError] = manifest.errors
         if isinstance(outcome, Submitted):
             errors = outcome.plan.errors
@@ -317,12 +326,16 @@ class IntakeConsumer:
             )
             self.port.metrics.intake.labels("retried").inc()
             await manifest.delivery.nak(delay_s=_RETRY_DELAY_S)
-            return
+            return "retried"
         result = "rejected" if errors else "accepted"
         manifest.span.set_attribute("lahar.admission.code", result)
         self.port.metrics.intake.labels(result).inc()
-        log.info("intake manifest", source=manifest.source, result=result, errors=len(errors))
+        if errors:
+            log.info("intake manifest", source=manifest.source, result=result, errors=len(errors))
+        else:  # the batch logs how many were accepted (a line per manifest cost ~2 % of admission's CPU)
+            log.debug("intake manifest", source=manifest.source, result=result, errors=0)
         await manifest.delivery.ack()
+        return result
 
     async def _reject(
         self, errors: Sequence[FieldError], source: str, ref: ObjectRef | None, request_id: str, seq: int
