@@ -50,8 +50,10 @@ GUARDED_KINDS = frozenset(
     {"job", "queue", "priorityclass", "hypernode", "command", "pod", "podgroup", TENANT_KIND}
     | {"cronjob", "jobtemplate", "jobflow"}
 )
-# a pod counts against its queue from its binding until it stops (Volcano's queue status.allocated)
-_ALLOCATING = frozenset({"PodBound", "PodRunning", "PodEvicting"})
+# a pod counts against its queue from its binding until it stops (Volcano's queue status.allocated).
+# PodRunning is not read: a pod runs only where it was bound, so its PodBound came first and counted it,
+# and not reading it spares the view a message of every gang's pods.
+_ALLOCATING = frozenset({"PodBound", "PodEvicting"})
 _RELEASING = frozenset({"PodSucceeded", "PodFailed", "PodTerminated", "PodLost"})
 _TABLES = {
     "job": "jobs",

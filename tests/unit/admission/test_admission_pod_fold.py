@@ -98,3 +98,16 @@ def test_a_pod_whose_queue_is_not_a_string_is_skipped_and_the_view_goes_on(meta:
 def test_a_pod_without_meta_is_skipped() -> None:
     view = CORE.apply(CORE.initial(), created(EventLog(), {"kind": "Pod", "object": {}}))
     assert view.pods == {}
+
+
+def test_a_pod_counts_from_its_binding_and_its_start_is_not_read() -> None:
+    """A pod runs only where it was bound, so PodRunning adds nothing to the count: the view does not
+    read it (the runner then skips it before decoding it), and the count goes bound -> stopped."""
+    assert "PodRunning" not in CORE.reads and {"PodBound", "PodSucceeded"} <= CORE.reads
+    log = EventLog()
+    view = CORE.apply(CORE.initial(), created(log, encoded_pod({"annotations": {QUEUE_NAME: "q"}})))
+    assert view.context().allocated_pods("q") == 0
+    view = CORE.apply(view, log.event("PodBound", "team-a/train-worker-0", {"node": "n1", "plan": "p"}))
+    assert view.context().allocated_pods("q") == 1
+    view = CORE.apply(view, log.event("PodSucceeded", "team-a/train-worker-0", {"node": "n1"}))
+    assert view.context().allocated_pods("q") == 0 and not view.pods
