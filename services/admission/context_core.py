@@ -35,12 +35,14 @@ from contracts.objects import (
 )
 from contracts.objects_flow import CronJob, JobFlow, JobTemplate
 from contracts.payloads import ObjectPayload, decode_as
+from services.admission import own_writes
 from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
 from services.admission.core.implicit_podgroup import GROUP_NAME
 from services.admission.core.overlay import Overlay
 from services.admission.core.pod_queue import pod_queue
 from services.admission.core.tenants import TENANT_KIND, Tenant, fold_tenant
+from services.admission.own_writes import OwnWrites
 from services.job_controller.core.plain.owner import owner_pod
 from shared.runner_types import Event, Key, Output, deterministic_id
 
@@ -88,6 +90,8 @@ class View:
     jobtemplates: dict[str, JobTemplate] = field(default_factory=dict)
     jobflows: dict[str, JobFlow] = field(default_factory=dict)
     seq: int = 0
+    # admission's own decided objects awaiting their fold (own_writes.py; not checkpointed)
+    awaiting_fold: OwnWrites = field(default_factory=dict)
 
     def subject_seq(self, kind: str, namespace: str | None, name: str) -> int:
         return self.subjects.get(subject_key(kind, namespace, name), 0)
@@ -141,7 +145,7 @@ def _key(event: Event) -> str:
 
 def _put(table: str) -> Callable[[View, Event], None]:
     def handler(view: View, event: Event) -> None:
-        obj = event.payload_as(ObjectPayload).decoded()
+        obj = own_writes.take(view.awaiting_fold, event) or event.payload_as(ObjectPayload).decoded()
         getattr(view, table)[obj.meta.key] = obj
 
     return handler
@@ -217,27 +221,33 @@ def _pod_deletion_requested(view: View, event: Event) -> None:
         del view.pods[_key(event)]  # never placed: no node will report it stopped
 
 
+# the events whose object the view stores as it is, and where (own_writes.py keeps admission's own
+# decided objects for their fold)
+_STORED = {
+    "JobSubmitted": "jobs",
+    "JobUpdated": "jobs",
+    "QueueApplied": "queues",
+    "PriorityClassApplied": "priority_classes",
+    "HyperNodeApplied": "hypernodes",
+    "PodGroupSubmitted": "podgroups",
+    "CronJobApplied": "cronjobs",
+    "JobTemplateApplied": "jobtemplates",
+    "JobFlowApplied": "jobflows",
+}
+STORED_OBJECT_EVENTS = frozenset(_STORED)
 _HANDLERS: Mapping[str, Callable[[View, Event], None]] = {
-    "JobSubmitted": _put("jobs"),
-    "JobUpdated": _put("jobs"),
+    **{name: _put(table) for name, table in _STORED.items()},
     "JobDeleted": _drop("jobs"),
     "JobCleanedUp": _drop("jobs"),
-    "QueueApplied": _put("queues"),
     "QueueDeleted": _drop("queues"),
     "QueueStateChanged": _queue_state,
-    "PriorityClassApplied": _put("priority_classes"),
     "PriorityClassDeleted": _drop("priority_classes"),
-    "HyperNodeApplied": _put("hypernodes"),
     "HyperNodeDeleted": _drop("hypernodes"),
     "PodSubmitted": _pod_submitted,
     "PodWithdrawn": _pod_withdrawn,
-    "PodGroupSubmitted": _put("podgroups"),
     "PodGroupWithdrawn": _drop("podgroups"),
-    "CronJobApplied": _put("cronjobs"),
     "CronJobDeleted": _drop("cronjobs"),
-    "JobTemplateApplied": _put("jobtemplates"),
     "JobTemplateDeleted": _drop("jobtemplates"),
-    "JobFlowApplied": _put("jobflows"),
     "JobFlowDeleted": _drop("jobflows"),
     "PodCreated": _pod_created,
     "TenantApplied": _tenant,

@@ -25,8 +25,17 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Tracer
 
 from contracts.limits import MAX_MANIFEST_BYTES, MAX_PODS_PER_JOB, MAX_PODS_PER_REQUEST
+from services.admission import own_writes
 from services.admission.api import ApiServer
-from services.admission.context_core import AdmissionViewCore, Plan, View, Write, plan, plan_in
+from services.admission.context_core import (
+    STORED_OBJECT_EVENTS,
+    AdmissionViewCore,
+    Plan,
+    View,
+    Write,
+    plan,
+    plan_in,
+)
 from services.admission.core.authorize import Forbidden
 from services.admission.core.context import ClusterContext
 from services.admission.core.decide import Request
@@ -184,18 +193,26 @@ class AdmissionService(EventSourcedService[View]):
         """Decide the requests (built from the current context) and, unless dry_run or refused, append
         their events. Raises Unavailable / Conflict when nothing could be written for now."""
         async with self._lock:
-            await self.caught_up(await self.bus.last_seq(EVENTS_STREAM))
             try:
-                return await self._decide_and_write(requests, request_id, dry_run)
-            except ConcurrencyConflict as exc:
-                log.info("admission write lost a race; deciding again", error=str(exc))
-                self.admission_metrics.conflicts.inc()
-                await self.caught_up(exc.actual or await self.bus.last_seq(EVENTS_STREAM))
-            try:
-                return await self._decide_and_write(requests, request_id, dry_run)
-            except ConcurrencyConflict as exc:
-                self.admission_metrics.conflicts.inc()
-                raise Conflict(f"{exc}; the object changed concurrently, retry") from exc
+                return await self._submit(requests, request_id, dry_run)
+            finally:
+                own_writes.forget(self.state.awaiting_fold)
+
+    async def _submit(
+        self, requests: Callable[[ClusterContext], Sequence[Request]], request_id: str, dry_run: bool
+    ) -> Submitted:
+        await self.caught_up(await self.bus.last_seq(EVENTS_STREAM))
+        try:
+            return await self._decide_and_write(requests, request_id, dry_run)
+        except ConcurrencyConflict as exc:
+            log.info("admission write lost a race; deciding again", error=str(exc))
+            self.admission_metrics.conflicts.inc()
+            await self.caught_up(exc.actual or await self.bus.last_seq(EVENTS_STREAM))
+        try:
+            return await self._decide_and_write(requests, request_id, dry_run)
+        except ConcurrencyConflict as exc:
+            self.admission_metrics.conflicts.inc()
+            raise Conflict(f"{exc}; the object changed concurrently, retry") from exc
 
     async def _decide_and_write(
         self, requests: Callable[[ClusterContext], Sequence[Request]], request_id: str, dry_run: bool
@@ -251,10 +268,13 @@ class AdmissionService(EventSourcedService[View]):
         Conflict that kept it from being written now."""
         results: list[Submitted | Exception | None] = [None] * len(batch)
         async with self._lock:
-            await self.caught_up(await self.bus.last_seq(EVENTS_STREAM))
-            pending = list(range(len(batch)))
-            while pending:
-                pending = await self._round(batch, pending, results)
+            try:
+                await self.caught_up(await self.bus.last_seq(EVENTS_STREAM))
+                pending = list(range(len(batch)))
+                while pending:
+                    pending = await self._round(batch, pending, results)
+            finally:
+                own_writes.forget(self.state.awaiting_fold)
         return [r if r is not None else Unavailable("not decided") for r in results]
 
     async def _round(
@@ -328,6 +348,9 @@ class AdmissionService(EventSourcedService[View]):
         start (or join) their job's trace from `context`, by default the current span (the request's)."""
         now = self.clock()
         trace = trace_fields(context)
+        ids = [derived_event_id(request_id, index) for index in range(len(writes))]
+        for event_id, w in zip(ids, writes, strict=True):  # folded back without decoding them again
+            own_writes.remember(self.state.awaiting_fold, event_id, w.emit, STORED_OBJECT_EVENTS)
         items = [
             BatchItem(
                 Envelope.create(
@@ -336,7 +359,7 @@ class AdmissionService(EventSourcedService[View]):
                     producer=self.core.name,
                     correlation_id=w.correlation_id,
                     payload=w.emit.payload,
-                    id=derived_event_id(request_id, index),
+                    id=event_id,
                     causation_id=request_id,
                     **trace,
                 ),
@@ -344,7 +367,7 @@ class AdmissionService(EventSourcedService[View]):
                 w.expected_last_subject_seq,
                 guard_subject(w.kind, w.namespace, w.name, self.core.name),
             )
-            for index, w in enumerate(writes)
+            for event_id, w in zip(ids, writes, strict=True)
         ]
         if len(items) == 1:
             item = items[0]
