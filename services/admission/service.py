@@ -69,7 +69,7 @@ class AdmissionConfig(RunnerConfig):
     max_pods_per_request: int = MAX_PODS_PER_REQUEST  # so is a request (or intake message) making more
     catch_up_timeout_s: float = 5.0  # how long a request waits for the view to reach the log's end
     intake: bool = True  # consume LAHAR_INTAKE
-    intake_batch: int = 32  # intake messages fetched at once
+    intake_batch: int = 128  # intake messages fetched (and caught up with, decided, written) at once
     ssh_keygen: str = KEYGEN  # makes the ssh plugin's key pairs (keygen.py)
     # the operator's nkey public keys (`lahar up` passes its admin's): a request from one may do
     # everything; none on an open bus, where every caller is the operator (core/authorize.py)
