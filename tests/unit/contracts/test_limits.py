@@ -19,7 +19,7 @@ from contracts.limits import (
     deeper_than,
     quote,
 )
-from contracts.parse import parse_documents
+from contracts.parse import json_deeper_than, parse_documents
 from contracts.resources import QuantityError, parse_quantity
 
 MEGABYTE = 1_000_000
@@ -171,6 +171,38 @@ def test_a_document_just_within_the_depth_is_read() -> None:
     too_deep = json.dumps({**pod, "extra": nested_list(MAX_NESTING_DEPTH)})
     parsed, errors = parse_documents(too_deep, "f", validate="ignore")
     assert not parsed and "levels deep" in errors[0].message
+
+
+def mixed_tree(depth: int) -> object:
+    """Mappings and lists alternating, `depth` levels, with scalars and shallower siblings beside them."""
+    tree: object = "leaf"
+    for level in range(depth):
+        tree = {"deep": tree, "flat": level, "empty": []} if level % 2 else [1, {"x": "y"}, tree]
+    return tree
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 3, 5, 8])
+@pytest.mark.parametrize("limit", [1, 2, 3, 4, 6, 9])
+def test_a_json_document_is_measured_as_any_other(depth: int, limit: int) -> None:
+    """The JSON parser's trees are measured by a walk of their own (contracts/parse.py): its answer is
+    the general one's."""
+    tree = mixed_tree(depth)
+    assert json_deeper_than(json.loads(json.dumps(tree)), limit) == deeper_than(tree, limit)
+
+
+def test_a_json_document_of_nested_mappings_is_refused_past_the_depth() -> None:
+    def nested_mapping(depth: int) -> object:
+        tree: object = "leaf"
+        for _ in range(depth):
+            tree = {"a": tree}
+        return tree
+
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"}}
+    within = json.dumps({**job, "extra": nested_mapping(MAX_NESTING_DEPTH - 1)})
+    assert not [e for e in parse_documents(within, "f", validate="ignore")[1] if "levels deep" in e.message]
+    too_deep = json.dumps({**job, "extra": nested_mapping(MAX_NESTING_DEPTH)})
+    (error,) = parse_documents(too_deep, "f", validate="ignore")[1]
+    assert error.path == "" and f"nest more than {MAX_NESTING_DEPTH} levels deep" in error.message
 
 
 @pytest.mark.parametrize(("value", "fragment"), [("1" * 5_000, "digits"), ("2024-13-45", "month")])
