@@ -40,7 +40,6 @@ from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
 from services.admission.core.implicit_podgroup import GROUP_NAME
 from services.admission.core.overlay import Overlay
-from services.admission.core.pod_queue import pod_queue
 from services.admission.core.tenants import TENANT_KIND, Tenant, fold_tenant
 from services.admission.own_writes import OwnWrites
 from services.job_controller.core.plain.owner import owner_pod
@@ -52,9 +51,10 @@ GUARDED_KINDS = frozenset(
     {"job", "queue", "priorityclass", "hypernode", "command", "pod", "podgroup", TENANT_KIND}
     | {"cronjob", "jobtemplate", "jobflow"}
 )
-# a pod counts against its queue from its binding until it stops (Volcano's queue status.allocated).
-# PodRunning is not read: a pod runs only where it was bound, so its PodBound came first and counted it,
-# and not reading it spares the view a message of every gang's pods.
+# a pod counts against its queue from its binding until it stops (Volcano's queue status.allocated): its
+# queue is its PodGroup's, which the binding names (_group_queue). Neither its creation nor its start is
+# read: a pod runs only where it was bound, so the runner skips a PodCreated and a PodRunning message of
+# every gang before decoding them (a PodCreated carries a whole Pod).
 _ALLOCATING = frozenset({"PodBound", "PodEvicting"})
 _RELEASING = frozenset({"PodSucceeded", "PodFailed", "PodTerminated", "PodLost"})
 _TABLES = {
@@ -82,7 +82,7 @@ class View:
     hypernodes: dict[str, HyperNode] = field(default_factory=dict)
     plain_pods: dict[str, Pod] = field(default_factory=dict)  # submitted without a Job
     podgroups: dict[str, PodGroup] = field(default_factory=dict)  # submitted, and plain pods' own
-    pods: dict[str, list[Any]] = field(default_factory=dict)  # every pod's key -> [queue, allocated]
+    pods: dict[str, list[Any]] = field(default_factory=dict)  # a bound pod's key -> [queue, allocated]
     allocated: dict[str, int] = field(default_factory=dict)  # queue -> its allocated pods (from `pods`)
     subjects: dict[str, int] = field(default_factory=dict)  # subject_key -> last seq
     tenants: dict[str, Tenant] = field(default_factory=dict)  # the registry, by name
@@ -189,36 +189,37 @@ def _pod_withdrawn(view: View, event: Event) -> None:
         del view.podgroups[key]  # its own group goes with it
 
 
-def _pod_created(view: View, event: Event) -> None:
-    queue = pod_queue(event.payload_as(payloads.PodCreated).object)  # the one fact kept of the pod
-    key = _key(event)
-    previous = view.pods.get(key)
-    if previous is not None and previous[1]:
-        count_allocated(view, previous[0], -1)
-    view.pods[key] = [queue, False]
+def _group_queue(view: View, group: str) -> str | None:
+    """The queue of the PodGroup `group` ("namespace/name") names: a Job's (the job-controller names a
+    Job's PodGroup after it) or one admission stored (a plain pod's own group, a submitted PodGroup)."""
+    job = view.jobs.get(group)
+    if job is not None:
+        return job.queue
+    podgroup = view.podgroups.get(group)
+    return podgroup.queue if podgroup is not None else None
 
 
 def _pod_phase(allocated: bool) -> Callable[[View, Event], None]:
     def handler(view: View, event: Event) -> None:
-        pod = view.pods.get(_key(event))
-        if pod is None:
-            return
+        key = _key(event)
+        pod = view.pods.get(key)
         if allocated:
+            if pod is None:
+                # the binder correlates a binding (and an eviction) with the pod's PodGroup, whose queue
+                # is the pod's; a group already gone (deleted as the pod was bound) counts it nowhere
+                queue = _group_queue(view, event.correlation_id)
+                if queue is None:
+                    return
+                pod = view.pods[key] = [queue, False]
             if not pod[1]:
                 count_allocated(view, pod[0], 1)
             pod[1] = True
-        else:
+        elif pod is not None:
             if pod[1]:
                 count_allocated(view, pod[0], -1)
-            del view.pods[_key(event)]  # finished: it never allocates again (a retry is a new PodCreated)
+            del view.pods[key]  # finished: it never allocates again (a retry is bound anew)
 
     return handler
-
-
-def _pod_deletion_requested(view: View, event: Event) -> None:
-    pod = view.pods.get(_key(event))
-    if pod is not None and not pod[1]:
-        del view.pods[_key(event)]  # never placed: no node will report it stopped
 
 
 # the events whose object the view stores as it is, and where (own_writes.py keeps admission's own
@@ -249,10 +250,8 @@ _HANDLERS: Mapping[str, Callable[[View, Event], None]] = {
     "CronJobDeleted": _drop("cronjobs"),
     "JobTemplateDeleted": _drop("jobtemplates"),
     "JobFlowDeleted": _drop("jobflows"),
-    "PodCreated": _pod_created,
     "TenantApplied": _tenant,
     "TenantDeleted": _tenant,
-    "PodDeletionRequested": _pod_deletion_requested,
     **{name: _pod_phase(True) for name in _ALLOCATING},
     **{name: _pod_phase(False) for name in _RELEASING},
 }

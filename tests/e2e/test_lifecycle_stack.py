@@ -256,6 +256,9 @@ def closed_while_running(stack, tmp_path_factory: pytest.TempPathFactory) -> dic
     submit(stack, tmp, QUEUE_JOB, manifest)
     try:
         wait_for(stack, QUEUE_JOB, "Running")
+        # its bound pod counts against the queue (admission's view, from the binding): not deletable
+        refused = stack.lahar("queue", "delete", "-n", QUEUE)
+        seen_delete = {"delete_while_running": (refused.returncode, refused.stdout + refused.stderr)}
         close = stack.lahar("queue", "operate", "-n", QUEUE, "-a", "close")
         assert close.returncode == 0, close.stderr
         seen = {"closing": eventually(lambda: queue_state(stack, QUEUE), lambda s: s != "Open")}
@@ -266,7 +269,7 @@ def closed_while_running(stack, tmp_path_factory: pytest.TempPathFactory) -> dic
         release.touch()
     wait_for(stack, QUEUE_JOB, "Completed")
     seen["after_end"] = eventually(lambda: queue_state(stack, QUEUE), lambda s: s == "Closed", 5.0)
-    return {"tmp": tmp, "late": late, **seen}
+    return {"tmp": tmp, "late": late, **seen, **seen_delete}
 
 
 def test_a_queue_closed_while_its_job_runs_is_closing(closed_while_running) -> None:
@@ -276,6 +279,12 @@ def test_a_queue_closed_while_its_job_runs_is_closing(closed_while_running) -> N
     assert not answer["accepted"]
     messages = [e["message"] for r in answer["results"] for e in r["errors"]]
     assert messages == [f"can only submit job to a queue in state Open, queue '{QUEUE}' is Closing"]
+
+
+def test_a_queue_whose_job_runs_cannot_be_deleted(closed_while_running) -> None:
+    code, output = closed_while_running["delete_while_running"]
+    assert code != 0, output
+    assert f"queue '{QUEUE}' can not be deleted because it has 1 allocated pods" in output, output
 
 
 def test_the_closing_queue_is_closed_once_its_job_ends(closed_while_running) -> None:

@@ -20,9 +20,17 @@ CORE = AdmissionViewCore()
 
 
 def event(
-    seq: int, type: str, kind: str, subject: str, namespace: str | None = None, by: str = "", **payload: Any
+    seq: int,
+    type: str,
+    kind: str,
+    subject: str,
+    namespace: str | None = None,
+    by: str = "",
+    *,
+    correlation: str = "corr",
+    **payload: Any,
 ) -> Event:
-    return Event(seq, type, kind, namespace, subject, payload, f"id-{seq}", 1.0, "corr", producer=by)
+    return Event(seq, type, kind, namespace, subject, payload, f"id-{seq}", 1.0, correlation, producer=by)
 
 
 def applied(seq: int, obj: ApiObject, type: str) -> Event:
@@ -49,6 +57,7 @@ def folded(*events: Event) -> View:
 
 RESEARCH = parse(queue_doc("research", weight=2))
 TRAIN = parse(job_doc())
+RESEARCH_TRAIN = parse(job_doc(queue="research"))
 
 
 @pytest.mark.parametrize(
@@ -74,11 +83,14 @@ TRAIN = parse(job_doc())
         ),
         (
             (
-                event(1, "PodCreated", "pod", "a", "default", object=pod("a", "research")),
-                event(2, "PodCreated", "pod", "b", "default", object=pod("b", "research")),
-                event(3, "PodBound", "pod", "a", "default", node="n1", plan="p1"),
-                event(4, "PodRunning", "pod", "b", "default", node="n1"),
-                event(5, "PodSucceeded", "pod", "b", "default", node="n1"),
+                applied(1, RESEARCH_TRAIN, "JobSubmitted"),
+                event(
+                    2, "PodBound", "pod", "a", "default", correlation="default/train", node="n1", plan="p1"
+                ),
+                event(
+                    3, "PodBound", "pod", "b", "default", correlation="default/train", node="n1", plan="p1"
+                ),
+                event(4, "PodSucceeded", "pod", "b", "default", correlation="default/train", node="n1"),
             ),
             lambda c: c.allocated_pods("research") == 1,
         ),
@@ -119,11 +131,11 @@ def test_checkpoints_round_trip() -> None:
     view = folded(
         applied(1, RESEARCH, "QueueApplied"),
         applied(2, TRAIN, "JobSubmitted"),
-        event(3, "PodCreated", "pod", "a", "default", object=pod("a", "research")),
-        event(4, "PodBound", "pod", "a", "default", node="n1", plan="p1"),
+        event(3, "PodBound", "pod", "a", "default", correlation="default/train", node="n1", plan="p1"),
     )
+    assert view.context().allocated_pods("default") == 1
     loaded = CORE.load(CORE.dump(view))
-    assert loaded.context() == view.context() and loaded.subjects == view.subjects and loaded.seq == 4
+    assert loaded.context() == view.context() and loaded.subjects == view.subjects and loaded.seq == 3
     assert CORE.reconcile(loaded, 10.0) == []
 
 
@@ -179,16 +191,18 @@ def test_plan_names_commands_and_correlates_them_to_their_job() -> None:
 
 
 def test_pods_are_forgotten_once_they_can_no_longer_allocate() -> None:
+    train = {"correlation": "default/train"}
     view = folded(
-        event(1, "PodCreated", "pod", "a", "default", object=pod("a", "q")),
-        event(2, "PodCreated", "pod", "b", "default", object=pod("b", "q")),
-        event(3, "PodBound", "pod", "b", "default", node="n1", plan="p1"),
-        event(4, "PodDeletionRequested", "pod", "a", "default", reason="JobDeleted"),
-        event(5, "PodDeletionRequested", "pod", "b", "default", reason="JobDeleted"),
+        applied(1, TRAIN, "JobSubmitted"),
+        event(2, "PodBound", "pod", "a", "default", **train, node="n1", plan="p1"),
+        event(3, "PodBound", "pod", "b", "default", **train, node="n1", plan="p1"),
+        event(4, "PodLost", "pod", "a", "default", **train, node="n1", reason="node lost"),
     )
-    assert list(view.pods) == ["default/b"] and view.context().allocated_pods("q") == 1
-    view = CORE.apply(view, event(6, "PodTerminated", "pod", "b", "default", node="n1", reason="deleted"))
-    assert not view.pods and view.context().allocated_pods("q") == 0
+    assert list(view.pods) == ["default/b"] and view.context().allocated_pods("default") == 1
+    view = CORE.apply(
+        view, event(5, "PodTerminated", "pod", "b", "default", **train, node="n1", reason="deleted")
+    )
+    assert not view.pods and view.context().allocated_pods("default") == 0
 
 
 def test_the_tenant_registry_is_folded_guarded_and_checkpointed() -> None:

@@ -1,6 +1,7 @@
-"""What a created pod costs admission's view: its queue is read from the encoded Pod the PodCreated
-carries, never by decoding the Pod (one PodCreated arrives for every pod the cluster runs); a pod whose
-encoded meta or queue is not of the Pod's types is skipped (it names no queue to count it against)."""
+"""What the cluster's pods cost admission's view: it counts the pods each queue has allocated (queue
+deletion and re-parenting check them) from their bindings to their end, the queue being the one of the
+PodGroup a binding names. A pod's creation and its start are not read (the runner skips those messages
+before decoding them: a PodCreated carries a whole Pod), and folding a binding decodes nothing."""
 
 from __future__ import annotations
 
@@ -8,35 +9,58 @@ import sys
 from typing import Any
 
 import pytest
+from admission_manifests import job_doc, parse, podgroup_doc, queue_doc
 from support.events import EventLog
 
 from contracts.codec import encode_object
-from contracts.objects import Container, Job, ObjectMeta, PodSpec, PodTemplate, TaskSpec
-from contracts.resources import Resources
-from services.admission.context_core import AdmissionViewCore, View
-from services.job_controller.core.expand import QUEUE_NAME, default_job, pod_for
+from services.admission.context_core import AdmissionViewCore, View, plan
+from services.admission.core.decide import APPLY, Request
+from services.job_controller.core.expand import podgroup_for
 from shared.runner_types import Event
 
 CORE = AdmissionViewCore()
 
 
-def job(queue: str) -> Job:
-    container = Container("c", requests=Resources.parse({"cpu": "1"}))
-    task = TaskSpec(name="worker", replicas=3, template=PodTemplate(spec=PodSpec(containers=(container,))))
-    meta = ObjectMeta("train", "team-a", uid="u-train", creation_timestamp=1.0)
-    return default_job(Job(meta=meta, tasks=(task,), min_available=3, queue=queue))
+def admitted(*docs: dict[str, Any]) -> View:
+    """The view once admission's own events for these manifests are folded back."""
+    view = CORE.initial()
+    decided = plan([Request(APPLY, parse(doc)) for doc in docs], view, "r", 1.0)
+    assert decided.accepted, decided.errors
+    for seq, write in enumerate(decided.writes, start=1):
+        payload = {"object": encode_object(write.emit.object)}
+        view = CORE.apply(
+            view,
+            Event(
+                seq,
+                write.emit.type,
+                write.kind,
+                write.namespace,
+                write.name,
+                payload,
+                f"e{seq}",
+                1.0,
+                "",
+                producer="admission",
+            ),
+        )
+    return view
 
 
-def created(log: EventLog, encoded: dict[str, Any], key: str = "team-a/train-worker-0") -> Event:
-    return log.event("PodCreated", key, {"object": encoded})
+def log_after(view: View) -> EventLog:
+    log = EventLog()
+    log.seq = view.seq
+    return log
 
 
-def encoded_pod(meta: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "Pod", "object": {"meta": {"name": "train-worker-0", "namespace": "team-a", **meta}}}
+def pod_event(log: EventLog, type: str, pod: str, group: str, **payload: Any) -> Event:
+    """A pod event as the binder and the node agents write it: correlated with the pod's PodGroup."""
+    event = log.event(type, f"default/{pod}", {"node": "n1", **payload})
+    return Event(
+        event.seq, event.type, event.kind, event.namespace, event.name, event.payload, event.id, 1.0, group
+    )
 
 
 def functions_called(work: Any) -> list[str]:
-    """file:function of every Python call work() makes."""
     called: list[str] = []
 
     def profile(frame: Any, event: str, _arg: Any) -> None:
@@ -51,63 +75,62 @@ def functions_called(work: Any) -> list[str]:
     return called
 
 
-def test_folding_a_created_pod_decodes_no_pod_and_costs_a_handful_of_calls() -> None:
-    log = EventLog(time_from_seq=True)
-    training = job("research")
-    pods = [pod_for(training, training.tasks[0], i, created_at=2.0) for i in range(3)]
-    events = [log.event("PodCreated", p.meta.key, {"object": encode_object(p)}) for p in pods]
-    view = CORE.apply(CORE.initial(), events[0])  # anything compiled on first use is compiled now
-    for event in events[1:]:
-        called = functions_called(lambda event=event: CORE.apply(view, event))
-        assert not [f for f in called if "/contracts/codec" in f], called  # no Pod decoded
-        assert len(called) <= 8, called
-    assert view.pods == {p.meta.key: ["research", False] for p in pods}
+def test_neither_a_pods_creation_nor_its_start_is_read() -> None:
+    assert not {"PodCreated", "PodRunning", "PodDeletionRequested"} & CORE.reads
+    assert {"PodBound", "PodEvicting", "PodSucceeded", "PodFailed", "PodTerminated", "PodLost"} <= CORE.reads
 
 
-@pytest.mark.parametrize(
-    ("meta", "queue"),
-    [
-        ({"annotations": {QUEUE_NAME: "research"}, "labels": {QUEUE_NAME: "other"}}, "research"),
-        ({"annotations": {QUEUE_NAME: ""}, "labels": {QUEUE_NAME: "other"}}, "other"),
-        ({"annotations": {"unrelated": "x"}, "labels": {QUEUE_NAME: "other"}}, "other"),
-        ({"labels": {}}, "default"),
-        ({}, "default"),
-    ],
-)
-def test_a_pods_queue_is_its_annotation_then_its_label_then_default(meta: dict[str, Any], queue: str) -> None:
-    view = CORE.apply(CORE.initial(), created(EventLog(), encoded_pod(meta)))
-    assert view.pods == {"team-a/train-worker-0": [queue, False]}
+def test_a_jobs_bound_pods_count_against_its_queue_until_they_stop() -> None:
+    view = admitted(queue_doc("research"), job_doc(queue="research"))
+    job = view.jobs["default/train"]
+    group = podgroup_for(job).meta.key
+    assert group == job.meta.key  # the job-controller names a Job's PodGroup after the Job
+    log = log_after(view)
+    for pod in ("train-worker-0", "train-worker-1"):
+        view = CORE.apply(view, pod_event(log, "PodBound", pod, group, plan="p"))
+    assert view.context().allocated_pods("research") == 2
+    view = CORE.apply(
+        view, pod_event(log, "PodEvicting", "train-worker-0", group, reason="preempt", plan="q")
+    )
+    view = CORE.apply(view, pod_event(log, "PodSucceeded", "train-worker-1", group))
+    assert view.context().allocated_pods("research") == 1
+    view = CORE.apply(view, pod_event(log, "PodTerminated", "train-worker-0", group))
+    assert view.context().allocated_pods("research") == 0 and not view.pods
 
 
-@pytest.mark.parametrize(
-    "meta",
-    [
-        {"annotations": {QUEUE_NAME: 5}},
-        {"annotations": ["not", "a", "mapping"]},
-        {"labels": {QUEUE_NAME: {"nested": "x"}}},
-    ],
-)
-def test_a_pod_whose_queue_is_not_a_string_is_skipped_and_the_view_goes_on(meta: dict[str, Any]) -> None:
-    log = EventLog()
-    view: View = CORE.apply(CORE.initial(), created(log, encoded_pod(meta)))
-    assert view.pods == {} and view.seq == 1
-    view = CORE.apply(view, created(log, encoded_pod({}), key="team-a/train-worker-1"))
-    assert view.pods == {"team-a/train-worker-1": ["default", False]}
+def test_a_plain_pods_binding_counts_against_its_podgroups_queue() -> None:
+    view = admitted(queue_doc("batch"), podgroup_doc("gang", queue="batch"))
+    log = log_after(view)
+    view = CORE.apply(view, pod_event(log, "PodBound", "gang-0", "default/gang", plan="p"))
+    assert view.context().allocated_pods("batch") == 1
 
 
-def test_a_pod_without_meta_is_skipped() -> None:
-    view = CORE.apply(CORE.initial(), created(EventLog(), {"kind": "Pod", "object": {}}))
-    assert view.pods == {}
+def test_a_binding_whose_podgroup_is_unknown_counts_nowhere_and_the_view_goes_on() -> None:
+    view = admitted(job_doc())
+    log = log_after(view)
+    view = CORE.apply(view, pod_event(log, "PodBound", "gone-0", "default/gone", plan="p"))
+    assert view.pods == {} and view.seq == log.seq
+    view = CORE.apply(view, pod_event(log, "PodBound", "train-worker-0", "default/train", plan="p"))
+    assert view.context().allocated_pods("default") == 1
 
 
-def test_a_pod_counts_from_its_binding_and_its_start_is_not_read() -> None:
-    """A pod runs only where it was bound, so PodRunning adds nothing to the count: the view does not
-    read it (the runner then skips it before decoding it), and the count goes bound -> stopped."""
-    assert "PodRunning" not in CORE.reads and {"PodBound", "PodSucceeded"} <= CORE.reads
-    log = EventLog()
-    view = CORE.apply(CORE.initial(), created(log, encoded_pod({"annotations": {QUEUE_NAME: "q"}})))
-    assert view.context().allocated_pods("q") == 0
-    view = CORE.apply(view, log.event("PodBound", "team-a/train-worker-0", {"node": "n1", "plan": "p"}))
-    assert view.context().allocated_pods("q") == 1
-    view = CORE.apply(view, log.event("PodSucceeded", "team-a/train-worker-0", {"node": "n1"}))
-    assert view.context().allocated_pods("q") == 0 and not view.pods
+def test_a_pod_kept_by_an_older_checkpoint_counts_from_its_binding_under_its_kept_queue() -> None:
+    """Checkpoints written while the view read PodCreated hold created pods not yet bound."""
+    view = CORE.initial()
+    view.pods["default/old-0"] = ["legacy", False]
+    view = CORE.apply(view, pod_event(EventLog(), "PodBound", "old-0", "default/unknown", plan="p"))
+    assert view.context().allocated_pods("legacy") == 1
+
+
+@pytest.mark.parametrize("type", ["PodBound", "PodSucceeded"])
+def test_folding_a_pod_event_costs_a_handful_of_calls_and_decodes_nothing(type: str) -> None:
+    view = admitted(job_doc(queue="default"))
+    log = log_after(view)
+    view = CORE.apply(view, pod_event(log, "PodBound", "train-worker-0", "default/train", plan="p"))
+    extra = {"plan": "p"} if type == "PodBound" else {}
+    event = pod_event(
+        log, type, "train-worker-1" if type == "PodBound" else "train-worker-0", "default/train", **extra
+    )
+    called = functions_called(lambda: CORE.apply(view, event))
+    assert not [f for f in called if "/contracts/" in f], called
+    assert len(called) <= 8, called
