@@ -444,7 +444,10 @@ class AdmissionViewCore:
         document = msgpack.unpackb(data, raw=False)
         if document.get("version") != CHECKPOINT_VERSION:
             raise ValueError(f"unsupported admission checkpoint version {document.get('version')!r}")
-        view = View(pods=document["pods"], subjects=document["subjects"], seq=document["seq"])
+        # only bound pods: one created but not yet bound (kept while the view read PodCreated) is
+        # counted from its binding, like any other
+        pods = {key: pod for key, pod in document["pods"].items() if pod[1]}
+        view = View(pods=pods, subjects=document["subjects"], seq=document["seq"])
         for tenant in document.get("tenants", ()):  # a checkpoint older than the registry has none
             view.tenants[tenant["name"]] = Tenant.from_dict(tenant)
         for encoded in document["objects"]:

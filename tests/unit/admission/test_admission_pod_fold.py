@@ -114,12 +114,18 @@ def test_a_binding_whose_podgroup_is_unknown_counts_nowhere_and_the_view_goes_on
     assert view.context().allocated_pods("default") == 1
 
 
-def test_a_pod_kept_by_an_older_checkpoint_counts_from_its_binding_under_its_kept_queue() -> None:
-    """Checkpoints written while the view read PodCreated hold created pods not yet bound."""
-    view = CORE.initial()
-    view.pods["default/old-0"] = ["legacy", False]
-    view = CORE.apply(view, pod_event(EventLog(), "PodBound", "old-0", "default/unknown", plan="p"))
-    assert view.context().allocated_pods("legacy") == 1
+def test_a_checkpoint_keeps_only_bound_pods() -> None:
+    """Checkpoints written while the view read PodCreated hold created pods not yet bound: loaded, those
+    are dropped (their binding counts them, as any other pod's)."""
+    view = admitted(job_doc())
+    view.pods.update({"default/train-0": ["default", True], "default/train-1": ["default", False]})
+    loaded = CORE.load(CORE.dump(view))
+    assert loaded.pods == {"default/train-0": ["default", True]}
+    assert loaded.context().allocated_pods("default") == 1
+    loaded = CORE.apply(
+        loaded, pod_event(log_after(loaded), "PodBound", "train-1", "default/train", plan="p")
+    )
+    assert loaded.context().allocated_pods("default") == 2
 
 
 @pytest.mark.parametrize("type", ["PodBound", "PodSucceeded"])
