@@ -327,10 +327,16 @@ class BinderService(EventSourcedService[BinderShellState]):
             return
         commit_ms = (time.perf_counter() - started) * 1000  # (Volcano's Bind stage, for each task)
         for delivery, plan, plan_outputs_, fresh in decided:
-            await delivery.ack()
             if fresh:
                 published_at = delivery.record.headers.get(PUBLISHED_AT_HEADER)
                 self._count(plan, plan_outputs_, published_at, check_ms.get(plan.plan_id, 0.0), commit_ms)
+        # Acknowledged together: each ack waits for the server to record it, and awaited one by one they
+        # cost a write and a read each; together, one write and the replies in a few reads. A plan whose
+        # ack fails comes back and is acknowledged then as answered.
+        acked = await asyncio.gather(*(delivery.ack() for delivery, *_ in decided), return_exceptions=True)
+        failed = next((result for result in acked if isinstance(result, BaseException)), None)
+        if failed is not None:
+            raise failed
 
     async def _failed(self, delivery: Delivery, plan: PlanMessage, exc: Exception) -> list[Output] | None:
         """A plan whose handling raised: delivered again later, or after plan_attempts tries moved to the
@@ -409,12 +415,12 @@ class BinderService(EventSourcedService[BinderShellState]):
             kind=SpanKind.CONSUMER,
             attributes=attributes,
         ) as span:
-            outputs, fresh = self._decide(plan, delivery.stored_at)
+            traceparent = trace_headers().get("traceparent") or delivery.record.headers.get("traceparent")
+            outputs, fresh = self._decide(plan, delivery.stored_at, traceparent)
             for output in outputs:
                 publishable(output)  # here, where a bad one fails this plan only, not the whole batch
             span.set_attribute("lahar.plan.outcome", outputs[0].type if outputs else "in flight")
-            traceparent = trace_headers().get("traceparent") or delivery.record.headers.get("traceparent")
-        return [dataclasses.replace(o, traceparent=traceparent) for o in outputs], fresh
+        return outputs, fresh
 
     async def _catch_up(self, seq: int) -> None:
         """Wait (boundedly) until the ledger has folded the log up to seq, the position the plan was
@@ -433,20 +439,26 @@ class BinderService(EventSourcedService[BinderShellState]):
         super().progressed()
         self._applied.set()
 
-    def _decide(self, plan: PlanMessage, stored_at: float) -> tuple[list[Output], bool]:
+    def _decide(
+        self, plan: PlanMessage, stored_at: float, traceparent: str | None
+    ) -> tuple[list[Output], bool]:
         """The plan's outputs (its events or its rejection) and True; or, when it is in flight (delivered
         again before its events came back), those of its events not yet in the log and False. A plan
         stored more than plan_max_age_s ago (its deliveries held up by an outage) is refused: the
-        cluster it was decided for has moved on, and its replica places the pods again."""
+        cluster it was decided for has moved on, and its replica places the pods again. The outputs
+        belong to the trace `traceparent`."""
         inflight = self.state.core.inflight.get(plan.plan_id)
         if inflight is not None:
-            return [o for o in plan_outputs(plan) if o.id in inflight[1]], False
+            return [o for o in plan_outputs(plan, traceparent=traceparent) if o.id in inflight[1]], False
         age = self.clock() - stored_at if stored_at else 0.0
         if age > self.config.plan_max_age_s:
             limit = self.config.plan_max_age_s
             reason = f"stale plan: stored {age:.0f} s ago, more than plan_max_age_s ({limit:g} s)"
-            return [rejection(plan, Verdict(False, reason, self.state.core.ledger.seq))], True
-        self.state.core, outputs = self.binder.submit_plan(self.state.core, plan, self.clock())
+            stale = rejection(plan, Verdict(False, reason, self.state.core.ledger.seq))
+            return [dataclasses.replace(stale, traceparent=traceparent)], True
+        self.state.core, outputs = self.binder.submit_plan(
+            self.state.core, plan, self.clock(), traceparent=traceparent
+        )
         return outputs, True
 
     def _count(
