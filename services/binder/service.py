@@ -37,10 +37,11 @@ from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
 from services.binder.core.verify import Verdict
 from services.binder.exported import ledger_series
 from services.binder.metrics import BinderMetrics, rejection_reason
+from services.binder.plan_reader import read_plan
 from services.binder.plan_sweep import abandoned_plans, plan_retry_delay, settle_abandoned
 from services.binder.read_model import NodeWriter
 from services.binder.state import BinderShellCore, BinderShellState
-from services.scheduler.plans import PlanError, PlanMessage, decode_plan
+from services.scheduler.plans import PlanError, PlanMessage
 from services.scheduler.publish import PUBLISHED_AT_HEADER
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.errors import BusError
@@ -287,7 +288,7 @@ class BinderService(EventSourcedService[BinderShellState]):
         plans: list[tuple[Delivery, PlanMessage]] = []
         for delivery in deliveries:
             try:
-                plan = decode_plan(delivery.record.data)
+                plan = read_plan(delivery.record.data)
             except PlanError as exc:
                 self.binder_metrics.rejected.labels("invalid").inc()
                 log.error("a plan that does not decode", seq=delivery.record.seq, error=str(exc))

@@ -144,21 +144,27 @@ def _void_stale(ledger: Ledger, node: str) -> None:
 
 
 def _account(ledger: Ledger, key: str, pod: PodEntry, sign: int) -> None:
-    if pod.on_node:
+    """Add (sign +1) or remove (-1) what the pod holds: on its node (on_node), in its queue (allocated),
+    or on the node it is nominated to (reserving). Each property is read once here (a pod on a node is
+    never reserving): every event about a pod accounts it twice."""
+    requests, terminating = pod.requests, pod.terminating
+    if pod.node:
+        if pod.phase in FINISHED_PHASES:
+            return
         node = ledger.nodes.get(pod.node)
         if node is not None:
-            _add(node.used, pod.requests, sign)
+            _add(node.used, requests, sign)
             _member(node.pods, key, sign)
-            if pod.terminating:
-                _add(node.releasing, pod.requests, sign)
+            if terminating:
+                _add(node.releasing, requests, sign)
                 _member(node.terminating, key, sign)
-    if pod.reserving:
+        if not terminating:
+            _add(ledger.queue_allocated.setdefault(pod.queue, {}), requests, sign)
+    elif pod.nominated and pod.phase == "Pending" and not terminating:
         node = ledger.nodes.get(pod.nominated)
         if node is not None:
-            _add(node.reserved, pod.requests, sign)
+            _add(node.reserved, requests, sign)
             _member(node.reservations, key, sign)
-    if pod.allocated:
-        _add(ledger.queue_allocated.setdefault(pod.queue, {}), pod.requests, sign)
 
 
 def _member(keys: set[str], key: str, sign: int) -> None:
