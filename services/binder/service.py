@@ -32,7 +32,7 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from contracts import payloads
 from contracts.bus_messages import DeadLetterReason
-from services.binder.core.core import BinderCore, committed_together, plan_outputs, rejection
+from services.binder.core.core import BinderCore, committed_together, has_pod_events, plan_outputs, rejection
 from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
 from services.binder.core.verify import Verdict
 from services.binder.exported import ledger_series
@@ -40,7 +40,7 @@ from services.binder.metrics import BinderMetrics, rejection_reason
 from services.binder.plan_reader import read_plan
 from services.binder.plan_sweep import abandoned_plans, plan_retry_delay, settle_abandoned
 from services.binder.read_model import NodeWriter
-from services.binder.state import BinderShellCore, BinderShellState
+from services.binder.state import BinderShellCore, BinderShellState, remember_answered
 from services.scheduler.plans import PlanError, PlanMessage
 from services.scheduler.publish import PUBLISHED_AT_HEADER
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
@@ -327,6 +327,15 @@ class BinderService(EventSourcedService[BinderShellState]):
                 )
             return
         commit_ms = (time.perf_counter() - started) * 1000  # (Volcano's Bind stage, for each task)
+        # The log answers the other plans (their pod events, their rejections); these it does not tell
+        # the binder about (it does not read PodGroupStatusChanged): the publish's ack is their answer.
+        status_only = [
+            plan.plan_id
+            for _, plan, outputs, _ in decided
+            if outputs and outputs[0].type == "PodGroupStatusChanged" and not has_pod_events(plan)
+        ]
+        if status_only:
+            self.fold(lambda state: remember_answered(state, status_only), keys=())
         for delivery, plan, plan_outputs_, fresh in decided:
             if fresh:
                 published_at = delivery.record.headers.get(PUBLISHED_AT_HEADER)
@@ -444,13 +453,12 @@ class BinderService(EventSourcedService[BinderShellState]):
         self, plan: PlanMessage, stored_at: float, traceparent: str | None
     ) -> tuple[list[Output], bool]:
         """The plan's outputs (its events or its rejection) and True; or, when it is in flight (delivered
-        again before its events came back), those of its events not yet in the log and False. A plan
+        again before its events came back), its events again and False. A plan
         stored more than plan_max_age_s ago (its deliveries held up by an outage) is refused: the
         cluster it was decided for has moved on, and its replica places the pods again. The outputs
         belong to the trace `traceparent`."""
-        inflight = self.state.core.inflight.get(plan.plan_id)
-        if inflight is not None:
-            return [o for o in plan_outputs(plan, traceparent=traceparent) if o.id in inflight[1]], False
+        if plan.plan_id in self.state.core.inflight:
+            return plan_outputs(plan, traceparent=traceparent), False
         age = self.clock() - stored_at if stored_at else 0.0
         if age > self.config.plan_max_age_s:
             limit = self.config.plan_max_age_s

@@ -3,8 +3,12 @@
 Plans do not come from the log but from the plans stream, through `submit_plan`. An accepted plan's
 events are published as one atomic batch (a gang lands whole or not at all) and folded into the ledger at
 once, so the next plan is checked against it before its events come back from the log; they then fold
-again without effect (see ledger). Until every event of an accepted plan has come back, `reconcile`
-returns them again: a crash between accepting a plan and publishing it only delays its events.
+again without effect (see ledger). Until the plan's events have come back, `reconcile` returns them
+again: a crash between accepting a plan and publishing it only delays its events. One of them back is
+all of them back (they were stored as one atomic batch), so the plan waits for its pod events, which
+the ledger reads anyway; the binder does not read its PodGroupStatusChanged events back. A plan with
+no pod event (status changes only) changes nothing in the ledger and is not kept in flight: if its
+events were not stored, the plan itself comes back (it is acknowledged only once they are).
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ BINDER = live.BINDER
 class BinderState:
     ledger: Ledger = field(default_factory=Ledger)
     liveness: live.Liveness = field(default_factory=live.Liveness)
-    # accepted plans whose events have not all come back from the log: plan id -> (plan, ids awaited)
+    # accepted plans with pod events whose events have not come back from the log: plan id -> (plan,
+    # the ids of its pod events)
     inflight: dict[str, tuple[PlanMessage, set[str]]] = field(default_factory=dict)
     awaited: dict[str, str] = field(default_factory=dict)  # index: output id -> plan id
 
@@ -47,13 +52,17 @@ class BinderState:
         self.awaited.update((i, plan.plan_id) for i in ids)
 
     def arrived(self, event_id: str) -> None:
+        """One of a plan's events is in the log: so are all of them (one atomic batch)."""
         pid = self.awaited.pop(event_id, None)
         if pid is None:
             return
-        ids = self.inflight[pid][1]
-        ids.discard(event_id)
-        if not ids:
-            del self.inflight[pid]
+        for other in self.inflight.pop(pid)[1]:
+            self.awaited.pop(other, None)
+
+
+def has_pod_events(plan: PlanMessage) -> bool:
+    """The plan binds, evicts or reserves for a pod: its events change the ledger and come back to it."""
+    return bool(plan.binds or plan.evictions or plan.reservations)
 
 
 def plan_outputs(plan: PlanMessage, *, batch: str = "", traceparent: str | None = None) -> list[Output]:
@@ -221,8 +230,8 @@ class BinderCore:
         accepted plans that have not all come back from the log."""
         outputs = live.reconcile(state.ledger, state.liveness, now, self.node_timeout_s, keys)
         if keys is None:
-            for plan, ids in state.inflight.values():
-                outputs.extend(o for o in plan_outputs(plan) if o.id in ids)
+            for plan, _ in state.inflight.values():
+                outputs.extend(plan_outputs(plan))
         return outputs
 
     def submit_plan(
@@ -239,7 +248,8 @@ class BinderCore:
         for output in outputs:
             assert isinstance(output.payload, payloads.Payload)  # plan_outputs writes typed payloads
             fold_fact(state.ledger, output.type, object_key(output.namespace, output.name), output.payload)
-        state.await_plan(plan, {o.id for o in outputs})
+        if has_pod_events(plan):
+            state.await_plan(plan, {o.id for o in outputs if o.kind == "pod"})
         return state, outputs
 
     def _check(self, state: BinderState, plan: PlanMessage, now: float) -> Verdict:
@@ -295,5 +305,10 @@ class BinderCore:
             liveness=live.Liveness(dict(raw["heartbeats"]), raw["watching_since"]),
         )
         for plain, ids in raw["inflight"]:
-            state.await_plan(plan_from_plain(plain), set(ids))
+            # A checkpoint written while every event was awaited apart may hold a plan with some back
+            # (then all are) or a plan of status changes only (not kept in flight any more).
+            plan = plan_from_plain(plain)
+            plan_ids = {o.id for o in plan_outputs(plan) if o.kind == "pod"}
+            if plan_ids and plan_ids <= set(ids):
+                state.await_plan(plan, plan_ids)
         return state
