@@ -336,10 +336,15 @@ class BinderService(EventSourcedService[BinderShellState]):
         ]
         if status_only:
             self.fold(lambda state: remember_answered(state, status_only), keys=())
+        committed: list[str] = []  # "plan id@replica:binds" of the accepted plans, one log line for all
         for delivery, plan, plan_outputs_, fresh in decided:
             if fresh:
                 published_at = delivery.record.headers.get(PUBLISHED_AT_HEADER)
-                self._count(plan, plan_outputs_, published_at, check_ms.get(plan.plan_id, 0.0), commit_ms)
+                if self._count(plan, plan_outputs_, published_at, check_ms.get(plan.plan_id, 0.0), commit_ms):
+                    committed.append(f"{plan.plan_id}@{plan.replica}:{len(plan.binds)}")
+        if committed:
+            # one line per committed batch, not per plan: a log line costs about as much as checking a plan
+            log.info("plans committed", count=len(committed), plans=committed)
         # Acknowledged together: each ack waits for the server to record it, and awaited one by one they
         # cost a write and a read each; together, one write and the replies in a few reads. A plan whose
         # ack fails comes back and is acknowledged then as answered.
@@ -477,14 +482,15 @@ class BinderService(EventSourcedService[BinderShellState]):
         published_at: str | None,
         check_ms: float,
         commit_ms: float,
-    ) -> None:
+    ) -> bool:
+        """Count a decided plan in the metrics; True if it was committed (a rejection is logged here)."""
         if outputs and outputs[0].type == "PlanRejected":
             rejected = outputs[0].payload
             assert isinstance(rejected, payloads.PlanRejected)
             reason = rejected.reason
             self.binder_metrics.rejected.labels(rejection_reason(reason)).inc()
             log.info("plan rejected", plan=plan.plan_id, replica=plan.replica, reason=reason)
-            return
+            return False
         self.binder_metrics.accepted.inc()
         self.binder_metrics.committed(
             len(plan.binds), [e.reason for e in plan.evictions], check_ms=check_ms, commit_ms=commit_ms
@@ -493,7 +499,7 @@ class BinderService(EventSourcedService[BinderShellState]):
             with contextlib.suppress(ValueError):
                 latency_ms = (self.clock() - float(published_at)) * 1000
                 self.binder_metrics.bind_latency_ms.observe(max(0.0, latency_ms))
-        log.info("plan committed", plan=plan.plan_id, replica=plan.replica, binds=len(plan.binds))
+        return True
 
     # --- read model ----------------------------------------------------------------------------------
     async def _write_nodes(self) -> None:
