@@ -418,7 +418,13 @@ class BinderService(EventSourcedService[BinderShellState]):
                 )
 
     def _checked(self, delivery: Delivery, plan: PlanMessage) -> tuple[list[Output], bool]:
-        """The plan's outputs, decided in a span that joins the plan's trace."""
+        """The plan's outputs, decided in a span that joins the plan's trace; when spans are not recorded
+        (no exporter), without one, the outputs carrying the plan's trace context as the runner's
+        outputs carry their cause's."""
+        if not self.publisher.records:
+            return self._publishable(
+                *self._decide(plan, delivery.stored_at, delivery.record.headers.get("traceparent"))
+            )
         attributes = {
             JOB_ATTRIBUTE: plan.subject,
             "lahar.plan.id": plan.plan_id,
@@ -431,10 +437,14 @@ class BinderService(EventSourcedService[BinderShellState]):
             attributes=attributes,
         ) as span:
             traceparent = trace_headers().get("traceparent") or delivery.record.headers.get("traceparent")
-            outputs, fresh = self._decide(plan, delivery.stored_at, traceparent)
-            for output in outputs:
-                publishable(output)  # here, where a bad one fails this plan only, not the whole batch
+            outputs, fresh = self._publishable(*self._decide(plan, delivery.stored_at, traceparent))
             span.set_attribute("lahar.plan.outcome", outputs[0].type if outputs else "in flight")
+        return outputs, fresh
+
+    @staticmethod
+    def _publishable(outputs: list[Output], fresh: bool) -> tuple[list[Output], bool]:
+        for output in outputs:
+            publishable(output)  # here, where a bad one fails this plan only, not the whole batch
         return outputs, fresh
 
     async def _catch_up(self, seq: int) -> None:
