@@ -88,3 +88,33 @@ def one_pod_change(pods: int) -> int:
 def test_a_pod_changes_work_does_not_grow_with_its_jobs_other_pods() -> None:
     small, large = one_pod_change(4), one_pod_change(200)
     assert small > 0 and large == small, f"{small} calls for a job of 4 pods, {large} for one of 200"
+
+
+def test_the_plain_core_decodes_no_jobs_podgroup_created(monkeypatch: Any) -> None:
+    """A Job's PodGroup is decoded by the Jobs' fold; the plain core tells it is not one of its own from
+    its annotations, undecoded (it decoded each one again before)."""
+    from contracts.objects import PodGroup
+    from services.job_controller.core.plain import fold as plain_fold
+    from services.job_controller.core.plain.owner import OWNER, owned_by_pod
+
+    decoded: list[str] = []
+    plain_decoded = plain_fold._decoded
+
+    def counting(document: Any, cls: Any) -> Any:
+        obj = plain_decoded(document, cls)
+        decoded.append(obj.meta.name)
+        return obj
+
+    monkeypatch.setattr(plain_fold, "_decoded", counting)
+    core, log = ControllerCore(), EventLog(time_from_seq=True)
+    state = core.initial()
+    job = wide_job(2)
+    state = core.apply(state, log.event("JobSubmitted", job.meta.key, {"object": encode_object(job)}))
+    group = encode_object(podgroup_for(job))
+    state = core.apply(state, log.event("PodGroupCreated", job.meta.key, {"object": group}))
+    assert decoded == []
+    assert state.jobs.core.jobs[job.meta.key].podgroup == "Pending"  # the Jobs' fold took it
+    meta = ObjectMeta("pod-a", NS, annotations={OWNER: owned_by_pod("pod-a")})
+    plain = encode_object(PodGroup(meta=meta, min_member=1))
+    state = core.apply(state, log.event("PodGroupCreated", f"{NS}/pod-a", {"object": plain}))
+    assert decoded == ["pod-a"]  # its own, decoded
