@@ -45,7 +45,7 @@ ObjectKey = tuple[str, str | None, str]  # kind, namespace (None: cluster-scoped
 # one, so in a burst the wait grows, and more of a pod's quick changes (created, bound, running,
 # finished, its job's and PodGroup's counts) fall into one round and are written once. The wait never
 # exceeds MAX_FLUSH_WAIT_S (nor a longer read_model_interval_s): the lag a reader of the read model sees.
-FLUSH_COST_FACTOR = 20
+FLUSH_COST_FACTOR = 50
 MAX_FLUSH_WAIT_S = 1.0
 
 
