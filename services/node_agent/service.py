@@ -170,9 +170,12 @@ class NodeAgentService(EventSourcedService[AgentView]):
         self.state, actions = self.agent_core.plan_actions(self.state)
         if not actions:
             return
+        # counted and logged per batch: an increment, or a call of a module's logger (bound anew at every
+        # call), costs more than the comparison
         starts = sum(isinstance(action, Start) for action in actions)
-        self.actions["start"].inc(starts)  # counted per batch: an increment costs more than a comparison
+        self.actions["start"].inc(starts)
         self.actions["stop"].inc(len(actions) - starts)
+        log.debug("runtime actions", starts=starts, pods=[action.pod for action in actions])
         for action in actions:
             await self._perform(action)
         # a runtime that reports at once (sim) has queued its reports: they are folded now, together, and
@@ -225,7 +228,6 @@ class NodeAgentService(EventSourcedService[AgentView]):
         """Issue one runtime command in a span that joins the trace of the event that decided it (when a
         span is recorded, or something under it may log with its trace id)."""
         kind = "start" if isinstance(action, Start) else "stop"
-        log.debug(f"{kind} pod", pod=action.pod, run=action.run_id)
         if not self.publisher.records and self.data_dir is None:
             # nobody sees the span, and nothing under it logs (the sim runtime, no plugin files) to
             # carry its trace id: no context to parse, no span to make
