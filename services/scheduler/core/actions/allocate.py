@@ -148,8 +148,7 @@ class AllocateAction(Action):
         if not jobs:
             return
         refusal = ssn.overused_refusal(queue)
-        while jobs:
-            job = jobs.pop()
+        for job in jobs.drain():  # each is told alike: their order does not matter
             if job.owned and job.pending_tasks():
                 job.job_fit_error = job.job_fit_error or refusal.text
                 job.record_refusal(refusal)
