@@ -66,6 +66,10 @@ def pick_up_jobs(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, Prio
                 continue
             job.phase = "Inqueue"
         invalid = ssn.job_valid_fn(job)
+        if invalid is not None and not job.task_count():
+            # no pod yet (the job-controller creates them once the PodGroup is enqueued): as Volcano's
+            # gang, say nothing of a job without tasks rather than call it unschedulable
+            continue
         if invalid is not None:
             job.job_fit_error = invalid.message
             job.new_conditions["Unschedulable"] = PodGroupCondition(
