@@ -17,6 +17,7 @@ import msgspec
 
 from contracts.payloads import Payload, Uncatalogued
 from contracts.typed_events import RawPayload, UncataloguedType, decode_payload, encode_payload
+from shared.name_uuid import name_uuid
 
 S = TypeVar("S")
 P = TypeVar("P", bound=Payload)
@@ -37,7 +38,7 @@ _DERIVED_ID_NAMESPACE = uuid.UUID("3f6f1c1e-9a47-4c61-9d0e-6c2f4b8f0a51")
 def derived_event_id(cause_id: str, index: int = 0) -> str:
     """A deterministic id for the index-th event caused by cause_id: admission's events carry the ids
     derived from their request's id (shared/bus/envelope.py re-exports it for the shells)."""
-    return str(uuid.uuid5(_DERIVED_ID_NAMESPACE, f"{cause_id}/{index}"))
+    return name_uuid(_DERIVED_ID_NAMESPACE, f"{cause_id}/{index}")
 
 
 def deterministic_id(service: str, event_type: str, *key: object) -> str:
@@ -46,7 +47,7 @@ def deterministic_id(service: str, event_type: str, *key: object) -> str:
     key must identify the fact, not the moment it was decided: the same fact decided again (after a
     restart, by a new leader) must give the same id.
     """
-    return str(uuid.uuid5(_OUTPUT_ID_NAMESPACE, "\x1f".join([service, event_type, *map(str, key)])))
+    return name_uuid(_OUTPUT_ID_NAMESPACE, "\x1f".join([service, event_type, *map(str, key)]))
 
 
 class Event(msgspec.Struct, frozen=True):

@@ -20,7 +20,8 @@ import structlog
 
 from services.binder.core.core import rejection
 from services.binder.core.verify import Verdict
-from services.scheduler.plans import PlanError, decode_plan
+from services.binder.plan_reader import read_plan
+from services.scheduler.plans import PlanError
 from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
 from shared.bus.poison import dead_letter_record
@@ -80,7 +81,7 @@ async def settle_abandoned(binder: BinderService, record: StreamRecord) -> None:
     deliveries = binder.config.plan_max_deliver
     error = RuntimeError(f"could not be committed in {deliveries} deliveries (its events were not stored)")
     try:
-        plan = decode_plan(record.data)
+        plan = read_plan(record.data)
     except PlanError:
         plan = None
     if plan is not None and plan.plan_id in binder.state.core.inflight:

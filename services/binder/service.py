@@ -32,15 +32,16 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from contracts import payloads
 from contracts.bus_messages import DeadLetterReason
-from services.binder.core.core import BinderCore, committed_together, plan_outputs, rejection
+from services.binder.core.core import BinderCore, committed_together, has_pod_events, plan_outputs, rejection
 from services.binder.core.liveness import DEFAULT_NODE_TIMEOUT_S
 from services.binder.core.verify import Verdict
 from services.binder.exported import ledger_series
 from services.binder.metrics import BinderMetrics, rejection_reason
+from services.binder.plan_reader import read_plan
 from services.binder.plan_sweep import abandoned_plans, plan_retry_delay, settle_abandoned
 from services.binder.read_model import NodeWriter
-from services.binder.state import BinderShellCore, BinderShellState
-from services.scheduler.plans import PlanError, PlanMessage, decode_plan
+from services.binder.state import BinderShellCore, BinderShellState, remember_answered
+from services.scheduler.plans import PlanError, PlanMessage
 from services.scheduler.publish import PUBLISHED_AT_HEADER
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.errors import BusError
@@ -287,7 +288,7 @@ class BinderService(EventSourcedService[BinderShellState]):
         plans: list[tuple[Delivery, PlanMessage]] = []
         for delivery in deliveries:
             try:
-                plan = decode_plan(delivery.record.data)
+                plan = read_plan(delivery.record.data)
             except PlanError as exc:
                 self.binder_metrics.rejected.labels("invalid").inc()
                 log.error("a plan that does not decode", seq=delivery.record.seq, error=str(exc))
@@ -326,11 +327,31 @@ class BinderService(EventSourcedService[BinderShellState]):
                 )
             return
         commit_ms = (time.perf_counter() - started) * 1000  # (Volcano's Bind stage, for each task)
+        # The log answers the other plans (their pod events, their rejections); these it does not tell
+        # the binder about (it does not read PodGroupStatusChanged): the publish's ack is their answer.
+        status_only = [
+            plan.plan_id
+            for _, plan, outputs, _ in decided
+            if outputs and outputs[0].type == "PodGroupStatusChanged" and not has_pod_events(plan)
+        ]
+        if status_only:
+            self.fold(lambda state: remember_answered(state, status_only), keys=())
+        committed: list[str] = []  # "plan id@replica:binds" of the accepted plans, one log line for all
         for delivery, plan, plan_outputs_, fresh in decided:
-            await delivery.ack()
             if fresh:
                 published_at = delivery.record.headers.get(PUBLISHED_AT_HEADER)
-                self._count(plan, plan_outputs_, published_at, check_ms.get(plan.plan_id, 0.0), commit_ms)
+                if self._count(plan, plan_outputs_, published_at, check_ms.get(plan.plan_id, 0.0), commit_ms):
+                    committed.append(f"{plan.plan_id}@{plan.replica}:{len(plan.binds)}")
+        if committed:
+            # one line per committed batch, not per plan: a log line costs about as much as checking a plan
+            log.info("plans committed", count=len(committed), plans=committed)
+        # Acknowledged together: each ack waits for the server to record it, and awaited one by one they
+        # cost a write and a read each; together, one write and the replies in a few reads. A plan whose
+        # ack fails comes back and is acknowledged then as answered.
+        acked = await asyncio.gather(*(delivery.ack() for delivery, *_ in decided), return_exceptions=True)
+        failed = next((result for result in acked if isinstance(result, BaseException)), None)
+        if failed is not None:
+            raise failed
 
     async def _failed(self, delivery: Delivery, plan: PlanMessage, exc: Exception) -> list[Output] | None:
         """A plan whose handling raised: delivered again later, or after plan_attempts tries moved to the
@@ -397,7 +418,13 @@ class BinderService(EventSourcedService[BinderShellState]):
                 )
 
     def _checked(self, delivery: Delivery, plan: PlanMessage) -> tuple[list[Output], bool]:
-        """The plan's outputs, decided in a span that joins the plan's trace."""
+        """The plan's outputs, decided in a span that joins the plan's trace; when spans are not recorded
+        (no exporter), without one, the outputs carrying the plan's trace context as the runner's
+        outputs carry their cause's."""
+        if not self.publisher.records:
+            return self._publishable(
+                *self._decide(plan, delivery.stored_at, delivery.record.headers.get("traceparent"))
+            )
         attributes = {
             JOB_ATTRIBUTE: plan.subject,
             "lahar.plan.id": plan.plan_id,
@@ -409,12 +436,16 @@ class BinderService(EventSourcedService[BinderShellState]):
             kind=SpanKind.CONSUMER,
             attributes=attributes,
         ) as span:
-            outputs, fresh = self._decide(plan, delivery.stored_at)
-            for output in outputs:
-                publishable(output)  # here, where a bad one fails this plan only, not the whole batch
-            span.set_attribute("lahar.plan.outcome", outputs[0].type if outputs else "in flight")
             traceparent = trace_headers().get("traceparent") or delivery.record.headers.get("traceparent")
-        return [dataclasses.replace(o, traceparent=traceparent) for o in outputs], fresh
+            outputs, fresh = self._publishable(*self._decide(plan, delivery.stored_at, traceparent))
+            span.set_attribute("lahar.plan.outcome", outputs[0].type if outputs else "in flight")
+        return outputs, fresh
+
+    @staticmethod
+    def _publishable(outputs: list[Output], fresh: bool) -> tuple[list[Output], bool]:
+        for output in outputs:
+            publishable(output)  # here, where a bad one fails this plan only, not the whole batch
+        return outputs, fresh
 
     async def _catch_up(self, seq: int) -> None:
         """Wait (boundedly) until the ledger has folded the log up to seq, the position the plan was
@@ -433,20 +464,25 @@ class BinderService(EventSourcedService[BinderShellState]):
         super().progressed()
         self._applied.set()
 
-    def _decide(self, plan: PlanMessage, stored_at: float) -> tuple[list[Output], bool]:
+    def _decide(
+        self, plan: PlanMessage, stored_at: float, traceparent: str | None
+    ) -> tuple[list[Output], bool]:
         """The plan's outputs (its events or its rejection) and True; or, when it is in flight (delivered
-        again before its events came back), those of its events not yet in the log and False. A plan
+        again before its events came back), its events again and False. A plan
         stored more than plan_max_age_s ago (its deliveries held up by an outage) is refused: the
-        cluster it was decided for has moved on, and its replica places the pods again."""
-        inflight = self.state.core.inflight.get(plan.plan_id)
-        if inflight is not None:
-            return [o for o in plan_outputs(plan) if o.id in inflight[1]], False
+        cluster it was decided for has moved on, and its replica places the pods again. The outputs
+        belong to the trace `traceparent`."""
+        if plan.plan_id in self.state.core.inflight:
+            return plan_outputs(plan, traceparent=traceparent), False
         age = self.clock() - stored_at if stored_at else 0.0
         if age > self.config.plan_max_age_s:
             limit = self.config.plan_max_age_s
             reason = f"stale plan: stored {age:.0f} s ago, more than plan_max_age_s ({limit:g} s)"
-            return [rejection(plan, Verdict(False, reason, self.state.core.ledger.seq))], True
-        self.state.core, outputs = self.binder.submit_plan(self.state.core, plan, self.clock())
+            stale = rejection(plan, Verdict(False, reason, self.state.core.ledger.seq))
+            return [dataclasses.replace(stale, traceparent=traceparent)], True
+        self.state.core, outputs = self.binder.submit_plan(
+            self.state.core, plan, self.clock(), traceparent=traceparent
+        )
         return outputs, True
 
     def _count(
@@ -456,14 +492,15 @@ class BinderService(EventSourcedService[BinderShellState]):
         published_at: str | None,
         check_ms: float,
         commit_ms: float,
-    ) -> None:
+    ) -> bool:
+        """Count a decided plan in the metrics; True if it was committed (a rejection is logged here)."""
         if outputs and outputs[0].type == "PlanRejected":
             rejected = outputs[0].payload
             assert isinstance(rejected, payloads.PlanRejected)
             reason = rejected.reason
             self.binder_metrics.rejected.labels(rejection_reason(reason)).inc()
             log.info("plan rejected", plan=plan.plan_id, replica=plan.replica, reason=reason)
-            return
+            return False
         self.binder_metrics.accepted.inc()
         self.binder_metrics.committed(
             len(plan.binds), [e.reason for e in plan.evictions], check_ms=check_ms, commit_ms=commit_ms
@@ -472,7 +509,7 @@ class BinderService(EventSourcedService[BinderShellState]):
             with contextlib.suppress(ValueError):
                 latency_ms = (self.clock() - float(published_at)) * 1000
                 self.binder_metrics.bind_latency_ms.observe(max(0.0, latency_ms))
-        log.info("plan committed", plan=plan.plan_id, replica=plan.replica, binds=len(plan.binds))
+        return True
 
     # --- read model ----------------------------------------------------------------------------------
     async def _write_nodes(self) -> None:

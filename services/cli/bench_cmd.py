@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from services.cli import bench_codec, bench_fold, bench_payloads
+from services.cli import bench_codec, bench_fold, bench_payloads, bench_sessions
 from services.cli.bench_e2e.figures import medians
 from services.cli.bench_e2e.run import BenchSpec
 from services.cli.bench_e2e.run import run_bench as run_e2e_bench
@@ -93,6 +93,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     fold.add_argument("--flush", type=int, default=600, help="events per read-model render with --loop")
     fold.add_argument("-o", "--output", choices=("json", "table"), default="table")
     fold.set_defaults(handler=run_fold)
+    sessions = kinds.add_parser(
+        "sessions", help="CPU of a scheduler's sessions over the states of a kept stack's log, in process"
+    )
+    sessions.add_argument(
+        "--home", type=Path, required=True, help="a stopped stack's home (bench e2e --keep-home --no-auth)"
+    )
+    sessions.add_argument("--every", type=int, default=1500, help="a session every N events the view folds")
+    sessions.add_argument("--passes", type=int, default=3)
+    sessions.add_argument("-o", "--output", choices=("json", "table"), default="table")
+    sessions.set_defaults(handler=run_sessions)
     typed = kinds.add_parser(
         "payloads", help="µs to decode an event payload: msgspec Struct, dataclass, unchecked"
     )
@@ -270,6 +280,24 @@ def run_fold(args: argparse.Namespace) -> int:
                 f"{name:18} loop: {f['cpu_s']} s (fold {f['fold_s']}, reconcile {f['reconcile_s']}, "
                 f"render {f['render_s']}), {f['us_per_event']} µs/event, {f['rendered']} rendered"
             )
+    return 0
+
+
+def run_sessions(args: argparse.Namespace) -> int:
+    problems = []
+    if args.every < 1 or args.passes < 1:
+        problems.append("every and passes: expected integers >= 1")
+    if not (args.home / "nats").is_dir():
+        problems.append(f"home: {args.home} holds no nats directory (a stopped stack's home)")
+    if problems:
+        print("lahar bench sessions: " + "; ".join(problems), file=sys.stderr)
+        return 2
+    result = bench_sessions.run(args.home, every=args.every, passes=args.passes)
+    if args.output == "json":
+        print(orjson.dumps(result).decode())
+    else:
+        for key, value in result.items():
+            print(f"{key:16} {value}")
     return 0
 
 

@@ -128,7 +128,7 @@ def run_bench(
             "best_per_s": round(max(rates)),
             "median_per_s": round(statistics.median(rates)),
         }
-        if loop is not None:
+        if loop is not None and hasattr(core, "reconcile"):  # decode-only has no loop
             batch, flush = loop
             figures = loop_figures(made[name], log, passes=passes, batch=batch, flush=flush)
             result["services"][name]["loop"] = figures

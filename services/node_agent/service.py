@@ -80,12 +80,14 @@ class NodeAgentService(EventSourcedService[AgentView]):
         self.agent_config = config
         self.data_dir = None if data_dir is None else data_dir.resolve()
         agent = config.agent
-        self.running_pods = registry.gauge(
+        # counted when scraped: counting the runs after every reconcile cost O(runs) per batch
+        registry.scraped(
             "kubelet_running_pods", "Pods whose containers run (kubelet's name)", ("agent",)
-        ).labels(agent)
-        self.actions = registry.counter(
+        ).source(lambda: [((agent,), self._running_count())])
+        actions = registry.counter(
             "lahar_node_agent_runtime_actions_total", "Runtime commands issued", ("agent", "action")
         )
+        self.actions = {kind: actions.labels(agent, kind) for kind in ("start", "stop")}
         self.heartbeats = registry.counter(
             "lahar_node_agent_heartbeats_total", "Node heartbeats published", ("agent",)
         ).labels(agent)
@@ -154,30 +156,58 @@ class NodeAgentService(EventSourcedService[AgentView]):
             if run.observed == STARTED and run.pod is not None
         ]
 
+    def _running_count(self) -> int:
+        return sum(run.observed == STARTED for run in self.state.agent.runs.values())
+
     # --- the hooks of the loop --------------------------------------------------------------------
     async def after_replay(self) -> None:
         alive = await self.runtime.running()
         self.fold(lambda state: self.agent_core.recover(state, alive))
-        drained = 0
-        while not self.runtime.observations.empty():
-            self._observed(self.runtime.observations.get_nowait())
-            drained += 1
+        drained = self._drain_runtime([])
         log.info("adopted the runtime's runs", alive=len(alive), reports=drained)
 
     async def after_reconcile(self) -> None:
         self.state, actions = self.agent_core.plan_actions(self.state)
+        if not actions:
+            return
+        # counted and logged per batch: an increment, or a call of a module's logger (bound anew at every
+        # call), costs more than the comparison
+        starts = sum(isinstance(action, Start) for action in actions)
+        self.actions["start"].inc(starts)
+        self.actions["stop"].inc(len(actions) - starts)
+        log.debug("runtime actions", starts=starts, pods=[action.pod for action in actions])
         for action in actions:
             await self._perform(action)
-        self.running_pods.set(sum(run.observed == STARTED for run in self.state.agent.runs.values()))
+        # a runtime that reports at once (sim) has queued its reports: they are folded now, together, and
+        # the next round of the loop reconciles them in one publish
+        self._drain_runtime([])
 
     # --- the runtime ------------------------------------------------------------------------------
     async def _follow_runtime(self) -> None:
-        while (observation := await self._unless_stopping(self.runtime.observations.get())) is not None:
-            self._observed(observation)
+        """Fold the runtime's reports as they come, all those queued at once in one fold: runs that end
+        together (a gang's timers) cost one wake-up of the loop, one reconcile and one publish."""
+        observations = self.runtime.observations
+        while (first := await self._unless_stopping(observations.get())) is not None:
+            self._drain_runtime([first])
 
-    def _observed(self, observation: Observation) -> None:
+    def _drain_runtime(self, observations: list[Observation]) -> int:
+        """Fold `observations` and every report the runtime has queued; returns how many were folded."""
+        queued = self.runtime.observations
+        while not queued.empty():
+            observations.append(queued.get_nowait())
+        if observations:
+            self._observed(observations)
+        return len(observations)
+
+    def _observed(self, observations: list[Observation]) -> None:
         now = self.clock()
-        self.fold(lambda state: self.agent_core.observe(state, observation, now), keys=[observation.pod])
+
+        def change(state: AgentView) -> AgentView:
+            for observation in observations:
+                state = self.agent_core.observe(state, observation, now)
+            return state
+
+        self.fold(change, keys=[observation.pod for observation in observations])
 
     async def _unless_stopping(self, awaitable: Awaitable[T]) -> T | None:
         """The awaitable's result, or None once the service is stopping."""
@@ -195,31 +225,38 @@ class NodeAgentService(EventSourcedService[AgentView]):
         return None
 
     async def _perform(self, action: RuntimeAction) -> None:
-        """Issue one runtime command in a span that joins the trace of the event that decided it."""
+        """Issue one runtime command in a span that joins the trace of the event that decided it (when a
+        span is recorded, or something under it may log with its trace id)."""
+        kind = "start" if isinstance(action, Start) else "stop"
+        if not self.publisher.records and self.data_dir is None:
+            # nobody sees the span, and nothing under it logs (the sim runtime, no plugin files) to
+            # carry its trace id: no context to parse, no span to make
+            await self._issue(action)
+            return
         traceparent = self.state.traces.get(action.run_id)
         context = extract_context({"traceparent": traceparent}) if traceparent else None
         attributes = {POD_ATTRIBUTE: action.pod, "lahar.run.id": action.run_id}
-        kind = "start" if isinstance(action, Start) else "stop"
-        self.actions.labels(self.agent_config.agent, kind).inc()
-        log.debug(f"{kind} pod", pod=action.pod, run=action.run_id)
         if isinstance(action, Start):
             job = action.spec.meta.annotations.get(JOB_NAME)
             if job:
                 attributes[JOB_ATTRIBUTE] = f"{action.spec.meta.namespace}/{job}"
-            with self.tracer.start_as_current_span("start pod", context=context, attributes=attributes):
-                try:
-                    env, files = await self._plugin_environment(action)
-                except SecretNotOpened as exc:
-                    # the pod fails as one the runtime cannot start, with the reason in its PodFailed
-                    log.error("cannot start the pod", pod=action.pod, error=str(exc))
-                    self._observed(
-                        Observation(action.pod, action.run_id, EXITED, START_ERROR, "StartError", str(exc))
-                    )
-                    return
-                await self.runtime.start(action.spec, action.run_id, env=env, files=files)
-        else:
-            with self.tracer.start_as_current_span("stop pod", context=context, attributes=attributes):
-                await self.runtime.stop(action.pod, action.run_id, action.grace_s)
+        with self.tracer.start_as_current_span(f"{kind} pod", context=context, attributes=attributes):
+            await self._issue(action)
+
+    async def _issue(self, action: RuntimeAction) -> None:
+        if not isinstance(action, Start):
+            await self.runtime.stop(action.pod, action.run_id, action.grace_s)
+            return
+        try:
+            env, files = await self._plugin_environment(action)
+        except SecretNotOpened as exc:
+            # the pod fails as one the runtime cannot start, with the reason in its PodFailed
+            log.error("cannot start the pod", pod=action.pod, error=str(exc))
+            self._observed(
+                [Observation(action.pod, action.run_id, EXITED, START_ERROR, "StartError", str(exc))]
+            )
+            return
+        await self.runtime.start(action.spec, action.run_id, env=env, files=files)
 
     async def _plugin_environment(self, start: Start) -> tuple[dict[str, str], dict[str, bytes]]:
         """What the job's plugins give the pod; nothing for a runtime that ignores env and files. A pod

@@ -29,6 +29,7 @@ from services.scheduler.core.framework.plan import (
     SessionResult,
 )
 from services.scheduler.core.snapshot import ClusterSnapshot
+from shared.name_uuid import name_uuid
 
 # PodGroups per status-only plan: its events are committed as one atomic batch (at most 1,000 events)
 STATUS_PLAN_GROUPS = 256
@@ -86,7 +87,7 @@ def plan_id(replica: str, seq: int, index: int, content: str) -> str:
     id because two sessions at the same view seq (a periodic tick with no new events) make different
     plans once the first one's placements are assumed, and the second must not be dropped as a duplicate."""
     digest = hashlib.blake2b(content.encode(), digest_size=8).hexdigest()
-    return str(uuid.uuid5(PLAN_ID_NAMESPACE, f"{replica}/{seq}/{index}/{digest}"))
+    return name_uuid(PLAN_ID_NAMESPACE, f"{replica}/{seq}/{index}/{digest}")
 
 
 def status_changed(current: PodGroupStatus, update: PodGroupUpdate) -> bool:

@@ -32,7 +32,7 @@ from services.scheduler.focus import session_focus
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
 from services.scheduler.ownership import Ownership
 from services.scheduler.plans import PlanMessage, build_plans
-from services.scheduler.publish import PlanNotSent, publish_plan
+from services.scheduler.publish import publish_plans
 from services.scheduler.replica_series import ReplicaSeries
 from services.scheduler.state import SchedulerState, ViewCore
 from shared.bus.jetstream import Bus
@@ -283,8 +283,7 @@ class SchedulerService(EventSourcedService[SchedulerState]):
             for plan in plans:
                 view.assume(plan)
                 self._assumed_at[plan.plan_id] = time.monotonic()
-            for plan in plans:
-                await self._publish(plan)
+            await self._publish(plans)
         finally:
             self._in_session = False
         self._last_capacity = capacity
@@ -301,18 +300,22 @@ class SchedulerService(EventSourcedService[SchedulerState]):
                 ms=round(elapsed_ms, 1),
             )
 
-    async def _publish(self, plan: PlanMessage) -> None:
-        traceparent = self.state.traces.get(plan.subject)
-        try:
-            await publish_plan(self.bus, self.tracer, plan, traceparent=traceparent, now=self.clock())
-        except PlanNotSent as exc:
+    async def _publish(self, plans: list[PlanMessage]) -> None:
+        traces = self.state.traces
+        failed = await publish_plans(
+            self.bus,
+            self.tracer,
+            plans,
+            traceparent_of=lambda plan: traces.get(plan.subject),
+            now=self.clock(),
+        )
+        for plan_id, exc in failed.items():
             # Forgotten, so its pods show as pending again and the next session plans them anew.
             log.warning("plan not published", error=str(exc))
-            self.state.view.forget(plan.plan_id)
-            self._assumed_at.pop(plan.plan_id, None)
+            self.state.view.forget(plan_id)
+            self._assumed_at.pop(plan_id, None)
             self.sched_metrics.plan_publish_failures.inc()
-            return
-        self.sched_metrics.plans_published.inc()
+        self.sched_metrics.plans_published.inc(len(plans) - len(failed))
 
     def _expire_assumptions(self) -> None:
         live = set(self.state.view.assumed_plans())

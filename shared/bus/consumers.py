@@ -13,6 +13,7 @@ from nats.js import JetStreamContext, api
 from nats.js.manager import JetStreamManager
 
 from shared.bus.records import StreamRecord
+from shared.bus.reply_meta import reply_meta
 
 # What a pull request gets from a consumer without a leader (503, or nobody to answer it).
 LEADERLESS_FETCH = (nats.js.errors.ServiceUnavailableError, nats.errors.NoRespondersError)
@@ -92,21 +93,20 @@ class Delivery:
 
 
 def _to_delivery(msg: Msg) -> Delivery:
-    meta = msg.metadata
+    meta = reply_meta(msg.reply)
     record = StreamRecord(
         stream=meta.stream,
-        seq=meta.sequence.stream,
+        seq=meta.stream_seq,
         subject=msg.subject,
         data=msg.data,
         headers=dict(msg.headers or {}),
     )
-    stored_at = meta.timestamp.timestamp() if meta.timestamp is not None else 0.0
     return Delivery(
         record=record,
-        num_delivered=meta.num_delivered,
-        num_pending=meta.num_pending,
+        num_delivered=meta.delivered,
+        num_pending=meta.pending,
         _msg=msg,
-        stored_at=stored_at,
+        stored_at=meta.stored_at,
     )
 
 

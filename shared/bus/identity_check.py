@@ -5,8 +5,12 @@ each checked against the pod its entry names (contracts/bundles.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from contracts.bundles import BUNDLE_OF
 from contracts.identity import OBJECT_EVENT_TYPES, identity_problem
+from contracts.typed_events import RawPayload
 from shared.bus.bundles import unpack
 from shared.bus.envelope import Envelope
 from shared.bus.errors import EventRefused
@@ -26,11 +30,31 @@ def refuse_wrong_object(envelope: Envelope, subject: str) -> None:
     if carried is envelope.type:
         problem = identity_problem(envelope.type, envelope.payload, ref.namespace, ref.name)
     else:
-        try:
-            events = unpack(ref, envelope)
-        except ValueError as exc:
-            raise EventRefused(f"event {envelope.id} not written to {subject}: {exc}") from None
-        problems = (identity_problem(e.type, e.payload, r.namespace, r.name) for r, e in events)
+        items = _plain_items(envelope.payload)
+        if items is None:  # read from bytes, or not a bundle's shape: unpack reads it or names what is wrong
+            try:
+                items = [(r.name, e.payload) for r, e in unpack(ref, envelope)]
+            except ValueError as exc:
+                raise EventRefused(f"event {envelope.id} not written to {subject}: {exc}") from None
+        problems = (identity_problem(carried, payload, ref.namespace, name) for name, payload in items)
         problem = next((p for p in problems if p is not None), None)
     if problem is not None:
         raise EventRefused(f"event {envelope.id} not written to {subject}: {problem}")
+
+
+def _plain_items(payload: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]] | None:
+    """A bundle a writer built in process (a plain payload: shared/bus/bundles.py bundle_envelope) as
+    (pod name, payload) pairs, without packing it to read it back; None for anything else."""
+    if isinstance(payload, RawPayload):
+        return None
+    events = payload.get("events")
+    if not isinstance(events, list) or not events:
+        return None
+    items = []
+    for event in events:
+        name = event.get("name") if isinstance(event, dict) else None
+        item = event.get("payload") if isinstance(event, dict) else None
+        if not isinstance(name, str) or not name or not isinstance(item, Mapping):
+            return None
+        items.append((name, item))
+    return items

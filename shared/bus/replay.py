@@ -26,6 +26,7 @@ from nats.js.manager import JetStreamManager
 
 from shared.bus.log_gaps import GapWatch, LogGap
 from shared.bus.records import StreamRecord
+from shared.bus.reply_meta import ReplyMeta, reply_meta
 
 # Server heartbeats on an idle consumer let the client notice a lost consumer (say, after a server
 # restart) and recreate it from the last delivered sequence: the client checks every two heartbeats, so
@@ -37,11 +38,10 @@ FEED_LIMIT = 4096  # records held between the subscription and the reader
 Filters = str | Sequence[str] | None
 
 
-def _record(msg: Msg) -> StreamRecord:
-    meta = msg.metadata
+def _record(msg: Msg, meta: ReplyMeta) -> StreamRecord:
     return StreamRecord(
         stream=meta.stream,
-        seq=meta.sequence.stream,
+        seq=meta.stream_seq,
         subject=msg.subject,
         data=msg.data,
         headers=msg.headers or {},
@@ -71,11 +71,12 @@ class _Feed:
         self.room.set()
 
     async def push(self, msg: Msg) -> None:
-        record = _record(msg)
+        meta = reply_meta(msg.reply)
+        record = _record(msg, meta)
         if self.gaps is not None:
-            self.gaps.saw(record.seq, msg.metadata.sequence.consumer)
+            self.gaps.saw(record.seq, meta.consumer_seq)
         if self.pending is not None:
-            self.pending[record.seq] = msg.metadata.num_pending
+            self.pending[record.seq] = meta.pending
         self.records.append(record)
         self.arrived.set()
         if len(self.records) >= self.limit:

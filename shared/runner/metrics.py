@@ -13,6 +13,7 @@ class RunnerMetrics:
     def __init__(self, registry: Registry, service: str) -> None:
         self.service = service
         self._applied: dict[str, Any] = {}  # phase -> its series (every event counts: looked up once)
+        self._published: dict[tuple[str, str], Any] = {}  # (type, result) -> its series
         self.events_applied = registry.counter(
             "lahar_runner_events_applied_total",
             "Records of the log folded into the state (a bundle counts once)",
@@ -103,7 +104,12 @@ class RunnerMetrics:
         self.reconciled_keys.inc(keys)
 
     def published(self, event_type: str, result: str, count: int = 1) -> None:
-        self.outputs.labels(self.service, event_type, result).inc(count)
+        # one child per (type, result), looked up once: labels() costs more than the increment
+        key = (event_type, result)
+        child = self._published.get(key)
+        if child is None:
+            child = self._published[key] = self.outputs.labels(self.service, event_type, result)
+        child.inc(count)
 
     def checkpointed(self, result: str) -> None:
         self.checkpoints.labels(self.service, result).inc()

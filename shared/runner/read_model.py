@@ -3,11 +3,14 @@
 The core marks the objects each event changed as dirty (with the event's seq); while leading, the dirty
 objects are written in one go every read_model_interval_s (a busy object, a pod that is bound, starts
 and ends within a second, is rendered and written once), each as of the seq of its last change, fenced by
-the leadership term (shared.store.read_model.ReadModel only moves a key forward). On gaining a term, and
-on the first reconcile without election, everything is written once as of the current seq and every
-stored object the state no longer has is deleted: that covers what a previous leader (or this instance
-before a crash) did not write, and the dirty marks, which are not checkpointed. A failed write is retried
-after the next reconcile.
+the leadership term (shared.store.read_model.ReadModel only moves a key forward). Under load the wait
+after a write round stretches with what the round took (`flush_wait`): up to FLUSH_COST_FACTOR times
+it, at most MAX_FLUSH_WAIT_S, so the rounds take a bounded share of the time and each writes more changes
+of the same objects at once; a change reaches the read model at most MAX_FLUSH_WAIT_S plus the round
+under way and its own round after it is folded. On gaining a term, and on the first reconcile without
+election, everything is written once as of the current seq and every stored object the state no longer
+has is deleted: that covers what a previous leader (or this instance before a crash) did not write, and
+the dirty marks, which are not checkpointed. A failed write is retried after the next reconcile.
 
 Used by the job- and queue-controller (the binder writes its nodes with its own small writer).
 """
@@ -35,6 +38,20 @@ log = structlog.get_logger(__name__)
 
 S = TypeVar("S")
 ObjectKey = tuple[str, str | None, str]  # kind, namespace (None: cluster-scoped), name
+
+# The wait after a write round is at least FLUSH_COST_FACTOR times what the round took (its renders,
+# encodes and etcd transactions, and whatever the loop did while they were under way): the rounds then
+# take at most about 1/(1 + FLUSH_COST_FACTOR) of the time. A round costs what changed since the last
+# one, so in a burst the wait grows, and more of a pod's quick changes (created, bound, running,
+# finished, its job's and PodGroup's counts) fall into one round and are written once. The wait never
+# exceeds MAX_FLUSH_WAIT_S (nor a longer read_model_interval_s): the lag a reader of the read model sees.
+FLUSH_COST_FACTOR = 50
+MAX_FLUSH_WAIT_S = 1.0
+
+
+def flush_wait(interval_s: float, last_round_s: float) -> float:
+    """How long to wait after a write round that took last_round_s (see FLUSH_COST_FACTOR)."""
+    return min(max(interval_s, FLUSH_COST_FACTOR * last_round_s), max(interval_s, MAX_FLUSH_WAIT_S))
 
 
 class ProjectingCore(Core[S], Protocol):
@@ -84,6 +101,12 @@ class ReadModelService(EventSourcedService[S]):
             "Read-model write rounds that failed (error) or were refused (fenced)",
             ("service", "result"),
         )
+        self._wait = self.registry.gauge(
+            "lahar_read_model_write_wait_seconds",
+            "The wait before the next read-model write round: read_model_interval_s, stretched under load"
+            " to FLUSH_COST_FACTOR times what the last round took (at most MAX_FLUSH_WAIT_S)",
+            ("service",),
+        )
 
     def written(self, write: Write, *, full: bool) -> None:
         """Hook: an object's value was written, or found stored as of a later seq already (full: by the
@@ -116,12 +139,18 @@ class ReadModelService(EventSourcedService[S]):
         return [*super().extra_tasks(), self._forget_marks_while_standby(), self._write_periodically()]
 
     async def _write_periodically(self) -> None:
+        interval = self.config.read_model_interval_s
+        wait = interval
         while not self.stopping.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), self.config.read_model_interval_s)
+                await asyncio.wait_for(self.stopping.wait(), wait)
+            wait = interval
             if self._owed() and self.phase == "following":
+                started = time.monotonic()
                 await self.write_read_model()
+                wait = flush_wait(interval, time.monotonic() - started)
                 self.progressed()
+            self._wait.labels(self.name).set(wait)
 
     async def _forget_marks_while_standby(self) -> None:
         """A standby writes nothing and rewrites everything once it leads: its dirty marks would only

@@ -19,31 +19,28 @@ from typing import Any, Generic
 import nats.js.errors
 import structlog
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import Tracer
 
-from contracts.bus_messages import QuarantineReason
-from shared.bus.bundles import BUNDLE_OF, unpack
-from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import Bus
 from shared.bus.log_gaps import LogGap
 from shared.bus.records import StreamRecord
 from shared.bus.replay import Filters, filter_list
 from shared.bus.streams import events_stream
-from shared.bus.subjects import EVENTS_STREAM, EventSubject, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM
 from shared.runner.checkpointer import Checkpointer
 from shared.runner.config import RunnerConfig
-from shared.runner.events import read_filters, span_attributes, to_event
+from shared.runner.events import read_filters
+from shared.runner.folding import RecordFolding
 from shared.runner.leader import LeaderSeat, default_candidate
 from shared.runner.metrics import RunnerMetrics
 from shared.runner.publisher import Publisher
-from shared.runner.quarantine import Quarantine, unreadable
+from shared.runner.quarantine import Quarantine
 from shared.runner.reconcile_boundary import ReconcileBoundary
-from shared.runner_types import Core, Event, Key, S
+from shared.runner_types import Core, Key, S
 from shared.service import Service
 from shared.store.checkpoint import CheckpointStore
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry, default_registry
-from shared.telemetry.tracing import extract_context, trace_headers
 
 log = structlog.get_logger(__name__)
 
@@ -51,7 +48,7 @@ _QUEUED_BATCHES = 8  # backpressure on the live reader (each batch holds up to m
 _FINAL_FLUSH_S = 2.0  # how long a stopping service tries to write its last quarantine records
 
 
-class EventSourcedService(Service, Generic[S]):
+class EventSourcedService(RecordFolding[S], Service, Generic[S]):
     """Runs core against the log. The server sends only the event types the core `reads` (None: every
     event); subject_filter, one wildcard or several, overrides that (it must include the service's own
     events). clock gives the `now` passed to reconcile (epoch seconds).
@@ -367,103 +364,6 @@ class EventSourcedService(Service, Generic[S]):
         while len(records) < self.config.max_batch_events and not self._queue.empty():
             records.extend(self._queue.get_nowait() or ())
         return records
-
-    def _apply(self, record: StreamRecord, *, live: bool, track: bool = False) -> None:
-        """Fold one record, or quarantine it: no record can stop the loop (docs/reliability.md). A
-        bundle's events are folded one by one, each quarantined alone if it must be."""
-        if record.seq <= self.seq:
-            return  # applied already (a redelivery): an event is never applied twice
-        ref: EventSubject | None = None
-        env: Envelope | None = None
-        try:
-            ref = parse_event_subject(record.subject)
-            read_type = BUNDLE_OF.get(ref.type, ref.type)
-            if self._reads is not None and read_type not in self._reads:
-                self.seq = record.seq  # not a type this core folds: skipped before decoding it
-                return
-            env = record.envelope()
-            if read_type is not ref.type:
-                for item_ref, item_env in unpack(ref, env):
-                    self._apply_one(record, item_ref, item_env, live=live, track=track)
-                self.seq = record.seq
-                self.metrics.applied("live" if live else "replay", record.seq)
-                return
-        except (EnvelopeError, ValueError) as exc:  # no event, or a bundle that is none: set aside whole
-            self._quarantine(record, ref, env, unreadable(exc), exc)
-            return
-        self._apply_one(record, ref, env, live=live, track=track)
-        if self.seq < record.seq:
-            self.seq = record.seq
-            self.metrics.applied("live" if live else "replay", record.seq)
-
-    def _apply_one(
-        self, record: StreamRecord, ref: EventSubject, env: Envelope, *, live: bool, track: bool
-    ) -> None:
-        """Fold one event of a record (the record itself, or one event of its bundle)."""
-        try:
-            event = to_event(record.seq, ref, env)
-        except (EnvelopeError, ValueError) as exc:
-            # Set aside, never applied: no core sees a field it cannot trust, and stopping here would
-            # stall the service forever (unreadable names why).
-            self._quarantine(record, ref, env, unreadable(exc), exc)
-            return
-        try:
-            self._fold(event, env, live)
-        except Exception as exc:
-            # A core that cannot apply an event would raise on it at every replay: it is set aside. Cores
-            # are deterministic, so every replay and every replica set it aside the same way; what a
-            # partial apply left in the state is documented in docs/reliability.md.
-            self._quarantine(record, ref, env, "apply_error", exc)
-            self._full = True  # whatever the event did get, the outputs are decided again from the state
-            return
-        if track:
-            try:
-                self._dirty.update(self.core.touched(self.state, event))
-            except Exception as exc:
-                # The event is applied; only the keys it changed are unknown: reconcile everything.
-                self.metrics.touched_errors.inc()
-                self._record(record, ref, env, "touched_error", exc)
-                self._full = True
-
-    def _fold(self, event: Event, env: Envelope, live: bool) -> None:
-        if live and self.publisher.records:
-            with self.tracer.start_as_current_span(
-                f"apply {env.type}",
-                context=extract_context(env),
-                kind=SpanKind.CONSUMER,
-                attributes=span_attributes(event),
-            ):
-                self.state = self.core.apply(self.state, event)
-                # Outputs this event causes become children of this span.
-                self.publisher.seen(env.id, trace_headers().get("traceparent"))
-        else:
-            # Replay is not traced per event (it would graft old events onto their traces again), nor is
-            # anything when spans are not recorded: outputs then carry their cause's trace context.
-            self.state = self.core.apply(self.state, event)
-            self.publisher.seen(env.id, env.traceparent)
-
-    def _quarantine(
-        self,
-        record: StreamRecord,
-        ref: EventSubject | None,
-        env: Envelope | None,
-        reason: QuarantineReason,
-        exc: Exception,
-    ) -> None:
-        """Set a record aside: never applied, counted, logged with its sequence and recorded."""
-        self.metrics.events_skipped.labels(self.name, reason).inc()
-        self._record(record, ref, env, reason, exc)
-        self.seq = record.seq
-
-    def _record(
-        self,
-        record: StreamRecord,
-        ref: EventSubject | None,
-        env: Envelope | None,
-        reason: QuarantineReason,
-        exc: Exception,
-    ) -> None:
-        self.quarantine.set_aside(self.name, record, ref, env, reason, exc, now=self.clock())
 
     async def _reconcile(self) -> None:
         started = time.perf_counter()

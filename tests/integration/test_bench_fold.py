@@ -12,6 +12,7 @@ from support.payload_examples import EXAMPLES
 from contracts import payloads
 from contracts.bundles import BUNDLE_OF
 from contracts.events import EVENT_TYPES
+from services.cli import bench_sessions
 from services.cli.bench_fold import SERVICES, cores, run
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
@@ -101,3 +102,20 @@ def test_the_node_agent_core_opens_the_stacks_sealed_secrets_with_the_stacks_key
     asyncio.run(_write_sealed_secret(tmp_path / "nats", load_public_key(keys.public)))
     result = run(tmp_path, ["node-agent"], events=10, passes=1, nodes=2)
     assert result["services"]["node-agent"]["events"] == 1
+
+
+def test_the_loop_figures_skip_the_core_that_only_decodes(tmp_path: Path) -> None:
+    asyncio.run(_write_log(tmp_path / "nats"))
+    result = run(tmp_path, SERVICES, events=10_000, passes=1, nodes=2, loop=(3, 5))
+    assert "loop" not in result["services"]["decode-only"]
+    assert all("loop" in result["services"][name] for name in SERVICES if name != "decode-only")
+
+
+def test_sessions_run_over_the_states_the_log_passes_through(tmp_path: Path) -> None:
+    asyncio.run(_write_log(tmp_path / "nats"))
+    result = bench_sessions.run(tmp_path, every=1, passes=2)
+    # a snapshot after every event the view folds (the bundled ones one by one), or every other one
+    folded = run(tmp_path, ["scheduler"], events=10_000, passes=1, nodes=2)["services"]["scheduler"]["events"]
+    assert result["sessions"] >= folded
+    assert bench_sessions.run(tmp_path, every=2, passes=1)["sessions"] == result["sessions"] // 2
+    assert len(result["cpu_s"]) == 2 and result["median_cpu_s"] > 0

@@ -3,8 +3,12 @@
 Plans do not come from the log but from the plans stream, through `submit_plan`. An accepted plan's
 events are published as one atomic batch (a gang lands whole or not at all) and folded into the ledger at
 once, so the next plan is checked against it before its events come back from the log; they then fold
-again without effect (see ledger). Until every event of an accepted plan has come back, `reconcile`
-returns them again: a crash between accepting a plan and publishing it only delays its events.
+again without effect (see ledger). Until the plan's events have come back, `reconcile` returns them
+again: a crash between accepting a plan and publishing it only delays its events. One of them back is
+all of them back (they were stored as one atomic batch), so the plan waits for its pod events, which
+the ledger reads anyway; the binder does not read its PodGroupStatusChanged events back. A plan with
+no pod event (status changes only) changes nothing in the ledger and is not kept in flight: if its
+events were not stored, the plan itself comes back (it is acknowledged only once they are).
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ BINDER = live.BINDER
 class BinderState:
     ledger: Ledger = field(default_factory=Ledger)
     liveness: live.Liveness = field(default_factory=live.Liveness)
-    # accepted plans whose events have not all come back from the log: plan id -> (plan, ids awaited)
+    # accepted plans with pod events whose events have not come back from the log: plan id -> (plan,
+    # the ids of its pod events)
     inflight: dict[str, tuple[PlanMessage, set[str]]] = field(default_factory=dict)
     awaited: dict[str, str] = field(default_factory=dict)  # index: output id -> plan id
 
@@ -47,80 +52,82 @@ class BinderState:
         self.awaited.update((i, plan.plan_id) for i in ids)
 
     def arrived(self, event_id: str) -> None:
+        """One of a plan's events is in the log: so are all of them (one atomic batch)."""
         pid = self.awaited.pop(event_id, None)
         if pid is None:
             return
-        ids = self.inflight[pid][1]
-        ids.discard(event_id)
-        if not ids:
-            del self.inflight[pid]
+        for other in self.inflight.pop(pid)[1]:
+            self.awaited.pop(other, None)
 
 
-def plan_outputs(plan: PlanMessage) -> list[Output]:
-    """An accepted plan's events, all in the batch named by the plan id."""
+def has_pod_events(plan: PlanMessage) -> bool:
+    """The plan binds, evicts or reserves for a pod: its events change the ledger and come back to it."""
+    return bool(plan.binds or plan.evictions or plan.reservations)
+
+
+def plan_outputs(plan: PlanMessage, *, batch: str = "", traceparent: str | None = None) -> list[Output]:
+    """An accepted plan's events, all in the atomic batch `batch` (default: the plan id), in the trace
+    `traceparent` when the caller knows it: each event built once, as it is published."""
     pid = plan.plan_id
-    outputs = []
-    for bind in plan.binds:
-        namespace, name = split_key(bind.task)
-        outputs.append(
-            Output(
-                type="PodBound",
-                kind="pod",
-                namespace=namespace,
-                name=name,
-                id=deterministic_id(BINDER, "PodBound", bind.task, bind.node, pid),
-                correlation_id=bind.job,
-                payload=payloads.PodBound(node=bind.node, plan=pid),
-                causation_id=pid,
-                batch=pid,
+    event = _PlanEvents(pid, batch or pid, traceparent)
+    return [
+        *(
+            event("PodBound", b.task, b.job, payloads.PodBound(node=b.node, plan=pid), b.node)
+            for b in plan.binds
+        ),
+        *(
+            event(
+                "PodEvicting",
+                e.task,
+                e.job,
+                payloads.PodEvicting(node=e.node, reason=e.reason, plan=pid),
+                e.node,
             )
-        )
-    for eviction in plan.evictions:
-        namespace, name = split_key(eviction.task)
-        outputs.append(
-            Output(
-                type="PodEvicting",
-                kind="pod",
-                namespace=namespace,
-                name=name,
-                id=deterministic_id(BINDER, "PodEvicting", eviction.task, eviction.node, pid),
-                correlation_id=eviction.job,
-                payload=payloads.PodEvicting(node=eviction.node, reason=eviction.reason, plan=pid),
-                causation_id=pid,
-                batch=pid,
+            for e in plan.evictions
+        ),
+        *(
+            event(
+                "PodNominated",
+                r.task,
+                r.job,
+                payloads.PodNominated(node=r.node, reason=r.reason, plan=pid),
+                r.node,
             )
-        )
-    for reservation in plan.reservations:
-        namespace, name = split_key(reservation.task)
-        outputs.append(
-            Output(
-                type="PodNominated",
-                kind="pod",
-                namespace=namespace,
-                name=name,
-                id=deterministic_id(BINDER, "PodNominated", reservation.task, reservation.node, pid),
-                correlation_id=reservation.job,
-                payload=payloads.PodNominated(node=reservation.node, reason=reservation.reason, plan=pid),
-                causation_id=pid,
-                batch=pid,
-            )
-        )
-    for key, update in plan.podgroups.items():
+            for r in plan.reservations
+        ),
+        *(
+            event("PodGroupStatusChanged", key, key, podgroup_status(update, pid))
+            for key, update in plan.podgroups.items()
+        ),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _PlanEvents:
+    """Builds the events of one plan: every one is caused by the plan and committed in its batch."""
+
+    plan_id: str
+    batch: str
+    traceparent: str | None
+
+    def __call__(
+        self, event_type: str, key: str, correlation_id: str, payload: payloads.Payload, *node: str
+    ) -> Output:
+        """The event about `key` (a pod, or a PodGroup for a status change); `node`: the node a pod's
+        event names, part of the fact its id stands for."""
         namespace, name = split_key(key)
-        outputs.append(
-            Output(
-                type="PodGroupStatusChanged",
-                kind="podgroup",
-                namespace=namespace,
-                name=name,
-                id=deterministic_id(BINDER, "PodGroupStatusChanged", key, pid),
-                correlation_id=key,
-                payload=podgroup_status(update, pid),
-                causation_id=pid,
-                batch=pid,
-            )
+        return Output(
+            event_type,
+            "podgroup" if event_type == "PodGroupStatusChanged" else "pod",
+            namespace,
+            name,
+            deterministic_id(BINDER, event_type, key, *node, self.plan_id),
+            correlation_id,
+            payload,
+            causation_id=self.plan_id,
+            batch=self.batch,
+            traceparent=self.traceparent,
         )
-    return outputs
 
 
 def podgroup_status(update: PodGroupUpdate, plan: str) -> payloads.PodGroupStatusChanged:
@@ -148,8 +155,27 @@ def committed_together(per_plan: Sequence[Sequence[Output]], most: int) -> list[
         if events and (not batch or size + len(events) > most):
             batch, size = events[0].batch or "", 0
         size += len(events)
-        merged.extend(o if o.batch is None else replace(o, batch=batch) for o in outputs)
+        merged.extend(o if o.batch is None or o.batch == batch else _in_batch(o, batch) for o in outputs)
     return merged
+
+
+def _in_batch(output: Output, batch: str) -> Output:
+    """The output in another batch (built by position: `dataclasses.replace` costs twice as much, and
+    every plan but the first of a merged batch moves all its events)."""
+    o = output
+    return Output(
+        o.type,
+        o.kind,
+        o.namespace,
+        o.name,
+        o.id,
+        o.correlation_id,
+        o.payload,
+        o.causation_id,
+        o.expected_last_subject_seq,
+        batch,
+        o.traceparent,
+    )
 
 
 def rejection(plan: PlanMessage, verdict: Verdict) -> Output:
@@ -204,24 +230,26 @@ class BinderCore:
         accepted plans that have not all come back from the log."""
         outputs = live.reconcile(state.ledger, state.liveness, now, self.node_timeout_s, keys)
         if keys is None:
-            for plan, ids in state.inflight.values():
-                outputs.extend(o for o in plan_outputs(plan) if o.id in ids)
+            for plan, _ in state.inflight.values():
+                outputs.extend(plan_outputs(plan))
         return outputs
 
     def submit_plan(
-        self, state: BinderState, plan: PlanMessage, now: float
+        self, state: BinderState, plan: PlanMessage, now: float, *, traceparent: str | None = None
     ) -> tuple[BinderState, list[Output]]:
-        """Check a plan and commit it (its events, folded into the ledger now) or reject it."""
+        """Check a plan and commit it (its events, folded into the ledger now) or reject it; its outputs
+        belong to the trace `traceparent` when given."""
         if plan.plan_id in state.inflight:  # redelivered while its events are on their way
             return state, []
         verdict = self._check(state, plan, now)
         if not verdict.accepted:
-            return state, [rejection(plan, verdict)]
-        outputs = plan_outputs(plan)
+            return state, [replace(rejection(plan, verdict), traceparent=traceparent)]
+        outputs = plan_outputs(plan, traceparent=traceparent)
         for output in outputs:
             assert isinstance(output.payload, payloads.Payload)  # plan_outputs writes typed payloads
             fold_fact(state.ledger, output.type, object_key(output.namespace, output.name), output.payload)
-        state.await_plan(plan, {o.id for o in outputs})
+        if has_pod_events(plan):
+            state.await_plan(plan, {o.id for o in outputs if o.kind == "pod"})
         return state, outputs
 
     def _check(self, state: BinderState, plan: PlanMessage, now: float) -> Verdict:
@@ -231,11 +259,11 @@ class BinderCore:
         if events > self.max_plan_events:
             reason = f"plan of {events} events; at most {self.max_plan_events} commit atomically"
             return Verdict(False, reason, state.ledger.seq)
-        for bind in plan.binds:
-            node = state.ledger.nodes.get(bind.node)
-            if node is not None and live.is_stale(state.liveness, bind.node, node, now, self.node_timeout_s):
-                silent = now - live.last_sign_of_life(state.liveness, bind.node, node)
-                return Verdict(False, f"node {bind.node} silent for {silent:.1f}s", state.ledger.seq)
+        for name in dict.fromkeys(bind.node for bind in plan.binds):  # a gang shares a few nodes
+            node = state.ledger.nodes.get(name)
+            if node is not None and live.is_stale(state.liveness, name, node, now, self.node_timeout_s):
+                silent = now - live.last_sign_of_life(state.liveness, name, node)
+                return Verdict(False, f"node {name} silent for {silent:.1f}s", state.ledger.seq)
         return verify(state.ledger, plan)
 
     def heartbeat(self, state: BinderState, nodes: Iterable[str], now: float) -> BinderState:
@@ -277,5 +305,10 @@ class BinderCore:
             liveness=live.Liveness(dict(raw["heartbeats"]), raw["watching_since"]),
         )
         for plain, ids in raw["inflight"]:
-            state.await_plan(plan_from_plain(plain), set(ids))
+            # A checkpoint written while every event was awaited apart may hold a plan with some back
+            # (then all are) or a plan of status changes only (not kept in flight any more).
+            plan = plan_from_plain(plain)
+            plan_ids = {o.id for o in plan_outputs(plan) if o.kind == "pod"}
+            if plan_ids and plan_ids <= set(ids):
+                state.await_plan(plan, plan_ids)
         return state

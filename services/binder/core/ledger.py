@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from contracts import payloads
-from contracts.objects import Node, Pod, PodGroup, Queue
+from contracts.objects import Node, Queue
 from contracts.payloads import ObjectPayload, Payload, decode_as
 from contracts.resources import CPU, MEMORY, PODS
+from services.binder.core.object_facts import PodFacts, PodGroupFacts, facts
 from services.binder.core.stale_reservations import stale_reservations
 from services.scheduler.core.snapshot import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
 from shared.runner_types import Event
@@ -64,7 +65,7 @@ class PodEntry:
     queue: str
     podgroup: str
     node: str = ""
-    phase: str = "Pending"
+    phase: str = "Pending"  # as created, until its run ended (the ledger does not read PodRunning)
     terminating: bool = False
     nominated: str = ""  # the node whose room is reserved for it (PodNominated), until it is bound
 
@@ -115,7 +116,7 @@ def apply_event(ledger: Ledger, event: Event) -> None:
     node_handler = _NODE_EVENTS.get(event.type)
     if node_handler is not None:
         node_handler(ledger, event)
-    else:
+    elif event.type in _FACTS:  # (the binder reads its own PodGroupStatusChanged, which changes nothing)
         fold_fact(ledger, event.type, object_key(event.namespace, event.name), event.data)
 
 
@@ -143,21 +144,27 @@ def _void_stale(ledger: Ledger, node: str) -> None:
 
 
 def _account(ledger: Ledger, key: str, pod: PodEntry, sign: int) -> None:
-    if pod.on_node:
+    """Add (sign +1) or remove (-1) what the pod holds: on its node (on_node), in its queue (allocated),
+    or on the node it is nominated to (reserving). Each property is read once here (a pod on a node is
+    never reserving): every event about a pod accounts it twice."""
+    requests, terminating = pod.requests, pod.terminating
+    if pod.node:
+        if pod.phase in FINISHED_PHASES:
+            return
         node = ledger.nodes.get(pod.node)
         if node is not None:
-            _add(node.used, pod.requests, sign)
+            _add(node.used, requests, sign)
             _member(node.pods, key, sign)
-            if pod.terminating:
-                _add(node.releasing, pod.requests, sign)
+            if terminating:
+                _add(node.releasing, requests, sign)
                 _member(node.terminating, key, sign)
-    if pod.reserving:
+        if not terminating:
+            _add(ledger.queue_allocated.setdefault(pod.queue, {}), requests, sign)
+    elif pod.nominated and pod.phase == "Pending" and not terminating:
         node = ledger.nodes.get(pod.nominated)
         if node is not None:
-            _add(node.reserved, pod.requests, sign)
+            _add(node.reserved, requests, sign)
             _member(node.reservations, key, sign)
-    if pod.allocated:
-        _add(ledger.queue_allocated.setdefault(pod.queue, {}), pod.requests, sign)
 
 
 def _member(keys: set[str], key: str, sign: int) -> None:
@@ -202,7 +209,7 @@ def _change_pod(*, places: bool = False, **changes: Any) -> Handler:
 
 
 def _report(**changes: Any) -> Handler:
-    """A report about a pod's run (PodRunning, PodSucceeded, PodFailed, PodLost) changes the pod only
+    """A report about a pod's run (PodSucceeded, PodFailed, PodLost) changes the pod only
     when it is about its current run: it names the node the pod is bound to and the run has not ended.
     A late report about a run PodLost gave up, or about an earlier generation of the pod name (created
     again unbound), changes nothing: it would put a lost pod back on its node, or mark the new generation
@@ -241,12 +248,14 @@ def _pod_nominated(ledger: Ledger, key: str, data: Payload) -> None:
 
 
 def _pod_created(ledger: Ledger, key: str, data: Payload) -> None:
-    pod = _object(data, Pod)
-    group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+    assert isinstance(data, payloads.PodCreated), f"a {type(data).__name__} creates no pod"
+    pod = facts(data.object, PodFacts)  # what the ledger reads of the pod, not the whole Pod
+    annotations = pod.meta.annotations
+    group = annotations.get(GROUP_NAME_ANNOTATION, "")
     podgroup = f"{pod.meta.namespace}/{group}" if group else ""
-    queue = ledger.podgroups.get(podgroup) or pod.meta.annotations.get(QUEUE_NAME_ANNOTATION, DEFAULT_QUEUE)
+    queue = ledger.podgroups.get(podgroup) or annotations.get(QUEUE_NAME_ANNOTATION, DEFAULT_QUEUE)
     entry = PodEntry(
-        requests=dict(pod.spec.effective_requests()),
+        requests=pod.requests,
         queue=queue,
         podgroup=podgroup,
         node=pod.spec.node_name,
@@ -257,8 +266,8 @@ def _pod_created(ledger: Ledger, key: str, data: Payload) -> None:
 
 
 def _podgroup_created(ledger: Ledger, key: str, data: Payload) -> None:
-    pg = _object(data, PodGroup)
-    ledger.podgroups[key] = pg.queue
+    assert isinstance(data, payloads.PodGroupCreated), f"a {type(data).__name__} creates no PodGroup"
+    ledger.podgroups[key] = facts(data.object, PodGroupFacts).queue
 
 
 def _queue_applied(ledger: Ledger, key: str, data: Payload) -> None:
@@ -290,7 +299,9 @@ _FACTS: Mapping[str, Handler] = {
     "PodGroupDeleted": lambda ledger, key, _: _forget(ledger.podgroups, key),
     "PodCreated": _pod_created,
     "PodBound": _change_pod(places=True),
-    "PodRunning": _report(phase="Running"),
+    # PodRunning is not read: a bound pod holds its node's room alike whether its containers started or
+    # not, and nothing the binder decides tells Pending from Running once a pod is bound (a bind checks
+    # the node first); reading it cost a decoded message per gang and a folded event per pod
     "PodSucceeded": _report(phase="Succeeded"),
     "PodFailed": _report(phase="Failed"),
     # the node's processes are gone with it (Kubernetes' pod GC marks such pods Failed, NodeLost)

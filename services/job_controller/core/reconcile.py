@@ -28,11 +28,11 @@ from collections.abc import Iterable
 
 import msgspec
 
-from contracts import codec, payloads
+from contracts import payloads
 from contracts.events import JOB_CONTROLLER
 from contracts.objects import Job
 from services.job_controller.core import lifecycle, render
-from services.job_controller.core.expand import pod_name, podgroup_for
+from services.job_controller.core.expand import pod_name
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.state import (
     POD_PHASES,
@@ -93,8 +93,9 @@ def _reconcile_active(state: State, r: JobRecord, now: float) -> list[Output]:
     running = advanced.phase in lifecycle.RUNNING_PHASES and not r.stopping
     queue_open = state.queue_states.get(job.queue, "Open") == "Open"
     if r.podgroup is None and queue_open and running:
-        podgroup = podgroup_for(job, state.priority_classes)
-        payload = payloads.PodGroupCreated(object=codec.encode_object(podgroup))
+        # render.podgroup_doc: codec.encode of expand.podgroup_for's PodGroup, shared with the read model's
+        podgroup = render.podgroup_doc(r.key, job, state.priority_classes)
+        payload = payloads.PodGroupCreated(object={"kind": "PodGroup", "object": podgroup})
         fact = str(r.incarnation)
         outputs.append(
             _output(r, "PodGroupCreated", "podgroup", job.meta.name, payload, fact, r.spec_cause[1])

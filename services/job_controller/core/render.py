@@ -50,6 +50,9 @@ class _Encoded:
     job_object: Doc  # the Job's encoding, its status as the spec carries it
     pods: dict[str, Doc] = field(default_factory=dict)  # task -> pod 0 of generation 0 (`_pod_template`)
     podgroup: tuple[tuple[int, ...], Doc] | None = None  # the task priorities it was computed for
+    tasks: dict[str, TaskSpec] = field(default_factory=dict)  # by name, filled as pods are rendered
+    # the PodGroup's conditions last encoded (by identity: the projection keeps one tuple per change)
+    conditions: tuple[tuple[PodGroupCondition, ...], list[Doc]] = ((), [])
 
 
 class _Memo:
@@ -72,8 +75,13 @@ _MEMO = _Memo(MEMO_JOBS)
 # --- pods ------------------------------------------------------------------------------------------
 
 
-def _task(job: Job, name: str) -> TaskSpec | None:
-    return next((t for t in job.tasks if t.name == name), None)
+def _task(encoded: _Encoded, name: str) -> TaskSpec | None:
+    task = encoded.tasks.get(name)
+    if task is None:
+        task = next((t for t in encoded.job.tasks if t.name == name), None)
+        if task is not None:
+            encoded.tasks[name] = task
+    return task
 
 
 def _pod_template(encoded: _Encoded, task: TaskSpec) -> Doc:
@@ -124,7 +132,7 @@ def pod_value(
     pod = record.pods.get(name)
     if pod is None or pod.gone:
         return None
-    task = _task(record.job, pod.task)
+    task = _task(_MEMO.of(record.key, record.job), pod.task)
     if task is None:
         return None
     obj = pod_doc(
@@ -165,8 +173,10 @@ def job_value(record: JobRecord | None) -> Doc | None:
         status["state"] = _PENDING_JOB.copy()
         status["min_available"] = job.min_available or 0
     else:
-        state = JobState(phase=published.phase, last_transition_time=published.last_transition_time)
-        status["state"] = codec.encode(state)
+        # codec.encode(JobState(phase=..., last_transition_time=...)), without building it
+        state = status["state"] = _PENDING_JOB.copy()
+        state["phase"] = published.phase
+        state["last_transition_time"] = published.last_transition_time
         status["min_available"] = published.min_available
         status["retry_count"] = published.retry_count
         status["version"] = published.version
@@ -181,6 +191,19 @@ def _condition(c: payloads.JobCondition) -> Doc:
 # --- the PodGroup ----------------------------------------------------------------------------------
 
 
+def podgroup_doc(key: str, job: Job, classes: Mapping[str, PriorityClass]) -> Doc:
+    """`codec.encode(expand.podgroup_for(job, classes))` of the job at `key`: its PodGroupCreated object
+    and the read model's PodGroup without its status, encoded once per Job value and priorities."""
+    encoded = _MEMO.of(key, job)
+    # the PodGroup's minResources take tasks by their priority class's value: all that classes change
+    priorities = tuple(
+        pc.value if (pc := classes.get(t.template.spec.priority_class_name)) else 0 for t in job.tasks
+    )
+    if encoded.podgroup is None or encoded.podgroup[0] != priorities:
+        encoded.podgroup = (priorities, codec.encode(podgroup_for(job, dict(classes))))
+    return encoded.podgroup[1]
+
+
 def podgroup_value(
     record: JobRecord | None,
     conditions: tuple[PodGroupCondition, ...],
@@ -189,23 +212,18 @@ def podgroup_value(
     """The read-model value of `objects.podgroup_object(record, conditions, classes)`."""
     if record is None or record.job is None or not record.podgroup_exists:
         return None
-    job = record.job
-    encoded = _MEMO.of(record.key, job)
-    # the PodGroup's minResources take tasks by their priority class's value: all that classes change
-    priorities = tuple(
-        pc.value if (pc := classes.get(t.template.spec.priority_class_name)) else 0 for t in job.tasks
-    )
-    if encoded.podgroup is None or encoded.podgroup[0] != priorities:
-        encoded.podgroup = (priorities, codec.encode(podgroup_for(job, dict(classes))))
-    base = encoded.podgroup[1]
+    encoded = _MEMO.of(record.key, record.job)
+    base = podgroup_doc(record.key, record.job, classes)
     running = succeeded = failed = 0
     for counts in record.tally.by_task.values():
         running += counts.get("Running", 0)
         succeeded += counts.get("Succeeded", 0)
         failed += counts.get("Failed", 0)
+    if encoded.conditions[0] is not conditions:
+        encoded.conditions = (conditions, [codec.encode(c) for c in conditions])
     status = {
         "phase": record.podgroup or "Pending",
-        "conditions": [codec.encode(c) for c in conditions],
+        "conditions": encoded.conditions[1].copy(),
         "running": running,
         "succeeded": succeeded,
         "failed": failed,

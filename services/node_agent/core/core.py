@@ -32,9 +32,10 @@ import hashlib
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from contracts import payloads
-from contracts.codec import decode_object, encode_object
+from contracts.codec import decode, decode_object, encode_object
 from contracts.events import NODE_AGENT
 from contracts.objects import Node, Pod
 from services.job_controller.core.expand import JOB_NAME
@@ -226,9 +227,9 @@ class NodeAgentCore:
         if node not in self.nodes:
             return
         encoded = state.specs.get(key)
-        spec = None if encoded is None else decode_object(encoded)
-        pod = replace(spec, spec=replace(spec.spec, node_name=node)) if isinstance(spec, Pod) else None
-        state.runs[key] = Run(run_id=event.id, node=node, pod=pod)
+        state.runs[key] = Run(
+            run_id=event.id, node=node, pod=None if encoded is None else _bound_pod(encoded, node)
+        )
 
     def _evicting(self, state: AgentState, event: Event, key: str) -> None:
         run = state.runs.get(key)
@@ -328,6 +329,18 @@ def _registration(node: Node) -> Output:
         causation_id=None,
         correlation_id=name,
     )
+
+
+def _bound_pod(encoded: Mapping[str, Any], node: str) -> Pod | None:
+    """The pod a PodCreated carries, bound to `node` (None: the object is not a Pod). The node is set in
+    the encoded spec, so the pod is decoded once and not copied twice more with `replace`."""
+    obj = encoded.get("object")
+    if encoded.get("kind") == Pod.kind and isinstance(obj, Mapping):
+        spec = obj.get("spec", {})
+        if isinstance(spec, Mapping):
+            return decode(Pod, {**obj, "spec": {**spec, "node_name": node}})
+    decoded = decode_object(encoded)  # not a Pod, or a malformed one: decoding says what is wrong
+    return replace(decoded, spec=replace(decoded.spec, node_name=node)) if isinstance(decoded, Pod) else None
 
 
 def _never_started(run: Run) -> bool:

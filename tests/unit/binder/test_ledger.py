@@ -160,9 +160,12 @@ def test_dump_load_round_trip() -> None:
     )
     state, outputs = core.submit_plan(state, plan, 6.0)
     assert len(outputs) == 3
-    # one of the plan's events came back; the other two are still awaited
-    state = core.apply(state, log.event("PodBound", "default/a", outputs[0].payload, id=outputs[0].id))
-    assert len(core.reconcile(state, 7.0)) == 2
+    # in flight: its events are asked for again, before and after a checkpoint
+    assert core.reconcile(state, 7.0) == outputs
     loaded = core.load(core.dump(state))
     assert loaded == state
     assert core.reconcile(loaded, 7.0) == core.reconcile(state, 7.0)
+    # one of the plan's events came back: all of them are in the log (one atomic batch)
+    state = core.apply(state, log.event("PodBound", "default/a", outputs[0].payload, id=outputs[0].id))
+    assert core.reconcile(state, 7.0) == [] and state.inflight == {} and state.awaited == {}
+    assert core.load(core.dump(state)) == state

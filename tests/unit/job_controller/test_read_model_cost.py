@@ -1,20 +1,25 @@
 """What one pod change costs the job-controller's read model and reconcile: its pod, its job and its
 PodGroup marked once however often they change before the next write, and the work of the event — fold,
 reconcile of its job, render of what it marked — the same for a job of 4 pods and one of 200 (nothing
-walks the job's other pods)."""
+walks the job's other pods). And what the fold leaves undecoded: a Job's PodGroup in the plain core, a
+created pod's spec."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from support.events import EventLog
 from support.work import calls
 
+from contracts import codec
 from contracts.codec import encode_object
-from contracts.objects import Container, Job, ObjectMeta, PodSpec, PodTemplate, TaskSpec
+from contracts.objects import Container, Job, ObjectMeta, PodGroup, PodSpec, PodTemplate, TaskSpec
 from contracts.resources import Resources
 from services.job_controller.core.controller import ControllerCore, ControllerState
 from services.job_controller.core.expand import default_job, pod_for, podgroup_for
+from services.job_controller.core.plain import fold as plain_fold
+from services.job_controller.core.plain.owner import OWNER, owned_by_pod
 from shared.runner_types import Event
 
 NS = "team-a"
@@ -88,3 +93,50 @@ def one_pod_change(pods: int) -> int:
 def test_a_pod_changes_work_does_not_grow_with_its_jobs_other_pods() -> None:
     small, large = one_pod_change(4), one_pod_change(200)
     assert small > 0 and large == small, f"{small} calls for a job of 4 pods, {large} for one of 200"
+
+
+def test_the_plain_core_decodes_no_jobs_podgroup_created(monkeypatch: Any) -> None:
+    """A Job's PodGroup is decoded by the Jobs' fold; the plain core tells it is not one of its own from
+    its annotations, undecoded (it decoded each one again before)."""
+    decoded: list[str] = []
+    plain_decoded = plain_fold._decoded
+
+    def counting(document: Any, cls: Any) -> Any:
+        obj = plain_decoded(document, cls)
+        decoded.append(obj.meta.name)
+        return obj
+
+    monkeypatch.setattr(plain_fold, "_decoded", counting)
+    core, log = ControllerCore(), EventLog(time_from_seq=True)
+    state = core.initial()
+    job = wide_job(2)
+    state = core.apply(state, log.event("JobSubmitted", job.meta.key, {"object": encode_object(job)}))
+    group = encode_object(podgroup_for(job))
+    state = core.apply(state, log.event("PodGroupCreated", job.meta.key, {"object": group}))
+    assert decoded == []
+    assert state.jobs.core.jobs[job.meta.key].podgroup == "Pending"  # the Jobs' fold took it
+    meta = ObjectMeta("pod-a", NS, annotations={OWNER: owned_by_pod("pod-a")})
+    plain = encode_object(PodGroup(meta=meta, min_member=1))
+    state = core.apply(state, log.event("PodGroupCreated", f"{NS}/pod-a", {"object": plain}))
+    assert decoded == ["pod-a"]  # its own, decoded
+
+
+def test_a_pod_created_whose_metadata_has_the_wrong_types_is_refused_naming_the_fields() -> None:
+    """The fold reads a PodCreated's uid, creation time and annotations without the codec (see
+    fold._created_pod_meta): what it would have refused it still refuses, naming every wrong field."""
+    core, log = ControllerCore(), EventLog(time_from_seq=True)
+    state = core.initial()
+    job = wide_job(1)
+    state = core.apply(state, log.event("JobSubmitted", job.meta.key, {"object": encode_object(job)}))
+    pod = encode_object(pod_for(job, job.tasks[0], 0, created_at=2.0))
+    meta = pod["object"]["meta"]
+    bad = {**pod, "object": {**pod["object"], "meta": {**meta, "uid": 7, "creation_timestamp": "noon"}}}
+    with pytest.raises(codec.DecodeError, match=r"object\.meta\.uid, object\.meta\.creation_timestamp"):
+        core.apply(state, log.event("PodCreated", f"{NS}/wide-worker-0", {"object": bad}))
+    annotations = {**meta["annotations"], "volcano.sh/task-index": 0}
+    bad = {**pod, "object": {**pod["object"], "meta": {**meta, "annotations": annotations}}}
+    with pytest.raises(codec.DecodeError, match=r"object\.meta\.annotations"):
+        core.apply(state, log.event("PodCreated", f"{NS}/wide-worker-0", {"object": bad}))
+    state = core.apply(state, log.event("PodCreated", f"{NS}/wide-worker-0", {"object": pod}))
+    record = state.jobs.core.jobs[job.meta.key].pods["wide-worker-0"]
+    assert (record.uid, record.created_at, record.task, record.index) == (meta["uid"], 2.0, "worker", 0)

@@ -8,6 +8,7 @@ of the PodBound events; the harness numbers pod events `e1`, `e2`, ... in log or
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -364,3 +365,11 @@ def test_dump_and_load_keep_everything() -> None:
         Stop("default/p1", "e4", 7.0),
         Stop("default/p9", "x", 30.0),
     ]
+
+
+def test_a_bound_pod_is_its_created_pod_on_the_node() -> None:
+    agent = Agent()
+    created = pod("p1", grace=7, job="j")
+    agent.append("PodCreated", "pod", "p1", {"object": encode_object(created)})
+    agent.append("PodBound", "pod", "p1", {"node": "n2", "plan": "p"})
+    assert agent.state.runs["default/p1"].pod == replace(created, spec=replace(created.spec, node_name="n2"))

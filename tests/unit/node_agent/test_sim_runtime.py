@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from typing import Any
 
 import pytest
+from support.work import calls
 
 from contracts.objects import Container, ObjectMeta, Pod, PodSpec, frozen_map
 from contracts.resources import Resources
 from contracts.sim_annotations import SIM_DURATION, SIM_EXIT_CODE
+from services.job_controller.core.expand import POD_GENERATION
 from services.node_agent.core.state import Observation
 from services.node_agent.runtime.base import Runtime
-from services.node_agent.runtime.sim import SimRuntime, hollow_nodes
+from services.node_agent.runtime.sim import RunShape, SimRuntime, hollow_nodes, run_shape, shape_key
 
 
 def pod(name: str, annotations: Mapping[str, str] | None = None, command: tuple[str, ...] = ("run",)) -> Pod:
@@ -153,3 +156,46 @@ def test_hollow_nodes_and_the_protocol() -> None:
         assert node.meta.labels["kubernetes.io/arch"]
     runtime: Runtime = SimRuntime()
     assert isinstance(runtime.observations, asyncio.Queue)
+
+
+def test_pods_that_differ_only_in_what_the_simulation_ignores_share_a_run_shape() -> None:
+    template = {SIM_DURATION: "10s", SIM_EXIT_CODE: "1,0", "lahar.dev/job-name": "j"}
+    first = pod("j-worker-0", {**template, POD_GENERATION: "0", "lahar.dev/task-index": "0"})
+    sibling = pod("j-worker-1", {**template, POD_GENERATION: "0", "lahar.dev/task-index": "1"})
+    assert shape_key(first) == shape_key(sibling)
+    assert run_shape(first) == run_shape(sibling) == RunShape(None, 10.0, 1)
+    # what decides a run: the pod's generation, its sim-* annotations, its commands (without a duration)
+    retried = pod("j-worker-0", {**template, POD_GENERATION: "1"})
+    longer = pod("j-worker-0", {**template, POD_GENERATION: "0", SIM_DURATION: "20s"})
+    sleeper = pod("s", command=("sleep", "5"))
+    assert len({shape_key(p) for p in (first, retried, longer, sleeper, pod("t"))}) == 5
+    assert [run_shape(p) for p in (retried, longer, sleeper, pod("t"))] == [
+        RunShape(None, 10.0, 0),
+        RunShape(None, 20.0, 1),
+        RunShape(None, 5.0, 0),
+        RunShape(None, 60.0, 0),
+    ]
+    broken = run_shape(pod("b", {SIM_EXIT_CODE: "x"}))
+    assert broken.problem is not None and broken.exit_code == 128
+
+
+async def test_a_gangs_pods_are_shaped_once(runtime: SimRuntime) -> None:
+    """The first pod of a template has its annotations parsed; the others of the gang reuse the shape, so
+    each of their starts makes the same, smaller, number of calls."""
+
+    def start(i: int) -> int:
+        started = runtime.start(pod(f"g-{i}", {SIM_DURATION: "1h", POD_GENERATION: "0"}), f"r{i}")
+        return calls(lambda: run_now(started))[1]
+
+    counts = [start(i) for i in range(50)]
+    assert counts[0] > counts[1] and set(counts[1:]) == {counts[1]}, counts
+    assert len(await runtime.running()) == 50
+
+
+def run_now(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run a coroutine that never waits (a sim runtime's start) to its end, here and now."""
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    raise AssertionError("the coroutine waited")

@@ -21,9 +21,16 @@ PURE_FILES = [
     ROOT / "shared" / "runner_types.py",
     ROOT / "shared" / "projected_core.py",
     ROOT / "shared" / "ring.py",
+    ROOT / "shared" / "name_uuid.py",
 ]
 # pure modules of the runtime library that cores may use
-ALLOWED_SHARED = {"shared.runner_types", "shared.ring", "shared.projected_core", "shared.usage.book"}
+ALLOWED_SHARED = {
+    "shared.runner_types",
+    "shared.ring",
+    "shared.projected_core",
+    "shared.usage.book",
+    "shared.name_uuid",
+}
 FORBIDDEN_MODULES = {
     "asyncio",
     "nats",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import msgpack
+import msgspec
 import pytest
 from support.builders import pod
 
@@ -248,6 +249,29 @@ def test_the_bus_refuses_a_bundle_whose_pod_names_another_object() -> None:
         [good, out("PodCreated", "b")], time=1.0, producer="job-controller", traceparents=[None, None]
     )
     refuse_wrong_object(env_ok, event_subject("pods", "default", name, bundle_type, "job-controller"))
+
+
+def test_the_bus_judges_a_bundle_read_back_from_bytes_and_one_of_no_bundle_shape_alike() -> None:
+    subject = event_subject("pods", "default", "train", "PodsCreated", "job-controller")
+    wrong = {
+        "name": "a",
+        "id": deterministic_id("t", "a"),
+        "payload": {"object": encode_object(pod("b", "train"))},
+    }
+    plain = Envelope(
+        type="PodsCreated",
+        id=deterministic_id("t", "z"),
+        time=1.0,
+        producer="job-controller",
+        correlation_id="default/train",
+        payload={"events": [wrong]},
+    )
+    for env in (plain, Envelope.decode(plain.encode())):  # built in process, or as the bus carries it
+        with pytest.raises(EventRefused, match="'default/b'"):
+            refuse_wrong_object(env, subject)
+    shapeless = msgspec.structs.replace(plain, payload={"events": [{"id": "x", "payload": {}}]})
+    with pytest.raises(EventRefused, match="missing required field `name`"):
+        refuse_wrong_object(shapeless, subject)
 
 
 def test_a_bundle_whose_send_may_have_been_stored_goes_out_again_exactly_as_it_was() -> None:

@@ -17,7 +17,7 @@ from contracts.payloads import EncodedObject
 from services.job_controller.core import pod_lifecycle
 from services.job_controller.core.expand import JOB_NAME
 from services.job_controller.core.objects import podgroup_conditions
-from services.job_controller.core.plain.owner import is_plain, owner_pod
+from services.job_controller.core.plain.owner import is_plain, may_be_plain, owner_pod
 from services.job_controller.core.plain.state import (
     PlainGroup,
     PlainPod,
@@ -134,7 +134,10 @@ def _podgroup_withdrawn(state: PlainState, event: Event, key: str) -> None:
 
 
 def _podgroup_created(state: PlainState, event: Event, key: str) -> None:
-    group = _decoded(event.payload_as(payloads.PodGroupCreated).object, PodGroup)
+    document = event.payload_as(payloads.PodGroupCreated).object
+    if not may_be_plain(document):
+        return  # a Job's (decoding it here would double what its PodGroupCreated costs)
+    group = _decoded(document, PodGroup)
     if not is_plain(group):
         return  # a Job's
     record = state.groups.get(key)

@@ -8,6 +8,9 @@ it onto its own group.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from contracts.objects import PodGroup
 
 OWNER = "owner.lahar.dev/podgroup"
@@ -28,3 +31,14 @@ def owner_pod(podgroup: PodGroup) -> str | None:
 def is_plain(podgroup: PodGroup) -> bool:
     """Not a Job's PodGroup: a plain pod's own group or one a user submitted."""
     return OWNER in podgroup.meta.annotations
+
+
+def may_be_plain(document: Mapping[str, Any]) -> bool:
+    """`is_plain` of an encoded PodGroup (codec.encode_object's form) before decoding it: False only for
+    a well-formed one whose annotations lack OWNER (a Job's PodGroup, which the plain core need not
+    decode: a PodGroupCreated is decoded once per Job by the Jobs' fold already); anything else is
+    decoded, and refused there if malformed."""
+    obj = document.get("object")
+    meta = obj.get("meta") if isinstance(obj, Mapping) else None
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return not isinstance(annotations, Mapping) or OWNER in annotations

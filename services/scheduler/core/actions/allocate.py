@@ -66,6 +66,10 @@ def pick_up_jobs(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, Prio
                 continue
             job.phase = "Inqueue"
         invalid = ssn.job_valid_fn(job)
+        if invalid is not None and not job.task_count():
+            # no pod yet (the job-controller creates them once the PodGroup is enqueued): as Volcano's
+            # gang, say nothing of a job without tasks rather than call it unschedulable
+            continue
         if invalid is not None:
             job.job_fit_error = invalid.message
             job.new_conditions["Unschedulable"] = PodGroupCondition(
@@ -148,8 +152,7 @@ class AllocateAction(Action):
         if not jobs:
             return
         refusal = ssn.overused_refusal(queue)
-        while jobs:
-            job = jobs.pop()
+        for job in jobs.drain():  # each is told alike: their order does not matter
             if job.owned and job.pending_tasks():
                 job.job_fit_error = job.job_fit_error or refusal.text
                 job.record_refusal(refusal)

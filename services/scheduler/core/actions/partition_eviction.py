@@ -32,7 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from services.scheduler.core.actions import subgroup_domains
-from services.scheduler.core.actions.domain_eviction import Place, candidate_domains, hard_topology
+from services.scheduler.core.actions.domain_eviction import (
+    Place,
+    candidate_domains,
+    evict_in_one_domain,
+    hard_topology,
+)
 from services.scheduler.core.actions.explain import (
     CONDITION_OF,
     WOULD_NOT_MAKE_ROOM,
@@ -70,6 +75,21 @@ class DomainTrial:
 
 def is_partitioned(job: JobInfo) -> bool:
     return bool(job.podgroup.sub_group_policy)
+
+
+def evict_within_domains(
+    ssn: Session, job: JobInfo, pending: PriorityQueue[TaskInfo], action: str, place: Place
+) -> bool:
+    """A job's turn in preempt or reclaim when its victims must stay inside HyperNodes: a hard
+    network-topology job's inside one HyperNode where the whole gang then fits, a partitioned one's each
+    inside one HyperNode of the partition's tier. `place` finds one task room on the allowed nodes as
+    the action does; the pending tasks are tried in their order."""
+    ordered = []
+    while pending:
+        ordered.append(pending.pop())
+    if is_partitioned(job):
+        return evict_for_partitions(ssn, job, ordered, action, place)
+    return evict_in_one_domain(ssn, job, ordered, action, place)
 
 
 def evict_for_partitions(

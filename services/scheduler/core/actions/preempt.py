@@ -57,9 +57,9 @@ from services.scheduler.core.actions.common import (
     in_cooldown,
     preemption_never,
 )
-from services.scheduler.core.actions.domain_eviction import evict_in_one_domain, hard_topology
+from services.scheduler.core.actions.domain_eviction import hard_topology
 from services.scheduler.core.actions.explain import Attempts, record
-from services.scheduler.core.actions.partition_eviction import evict_for_partitions, is_partitioned
+from services.scheduler.core.actions.partition_eviction import evict_within_domains, is_partitioned
 from services.scheduler.core.actions.victims import NOTHING_TO_EVICT, Choice, Stage, VictimSearch
 from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.action import Action, PriorityQueue
@@ -151,9 +151,6 @@ class PreemptAction(Action):
     ) -> None:
         """A hard network-topology job: victims inside one HyperNode where the whole gang then fits; a
         partitioned one: each partition it needs inside one HyperNode of its tier."""
-        ordered = []
-        while pending:
-            ordered.append(pending.pop())
 
         def place(
             stmt: Statement, task: TaskInfo, allowed: np.ndarray | None, where: str, attempts: Attempts
@@ -161,10 +158,7 @@ class PreemptAction(Action):
             stages = _other_jobs(ssn, task, job)
             self.preempt(ssn, stmt, task, queue, stages, attempts, allowed=allowed, where=where)
 
-        if is_partitioned(job):
-            evict_for_partitions(ssn, job, ordered, REASON, place)
-        else:
-            evict_in_one_domain(ssn, job, ordered, REASON, place)
+        evict_within_domains(ssn, job, pending, REASON, place)
 
     def preempt(
         self,

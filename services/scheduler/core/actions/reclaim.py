@@ -45,9 +45,9 @@ from services.scheduler.core.actions.common import (
     in_cooldown,
     preemption_never,
 )
-from services.scheduler.core.actions.domain_eviction import evict_in_one_domain, hard_topology
+from services.scheduler.core.actions.domain_eviction import hard_topology
 from services.scheduler.core.actions.explain import Attempts, record
-from services.scheduler.core.actions.partition_eviction import evict_for_partitions, is_partitioned
+from services.scheduler.core.actions.partition_eviction import evict_within_domains, is_partitioned
 from services.scheduler.core.actions.victims import NOTHING_TO_EVICT, VictimSearch
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.session import Session
@@ -114,9 +114,6 @@ class ReclaimAction(Action):
     ) -> None:
         """A hard network-topology job: victims inside one HyperNode where the whole gang then fits; a
         partitioned one: each partition it needs inside one HyperNode of its tier."""
-        ordered = []
-        while pending:
-            ordered.append(pending.pop())
 
         def place(
             stmt: Statement, task: TaskInfo, allowed: np.ndarray | None, where: str, attempts: Attempts
@@ -127,10 +124,7 @@ class ReclaimAction(Action):
                 return
             self.reclaim_for_task(ssn, stmt, task, job, attempts, allowed=allowed, where=where)
 
-        if is_partitioned(job):
-            evict_for_partitions(ssn, job, ordered, REASON, place)
-        else:
-            evict_in_one_domain(ssn, job, ordered, REASON, place)
+        evict_within_domains(ssn, job, pending, REASON, place)
 
     @staticmethod
     def reclaim_for_task(

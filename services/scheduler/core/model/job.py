@@ -63,6 +63,7 @@ class JobInfo:
         "preemptable",
         "priority",
         "queue",
+        "ready_count",
         "role_status_counts",
         "status_counts",
         "sub_groups",
@@ -98,6 +99,9 @@ class JobInfo:
         self.tasks_by_status: dict[TaskStatus, dict[str, TaskInfo]] = defaultdict(dict)
         self.status_counts: dict[TaskStatus, int] = defaultdict(int)
         self.role_status_counts: dict[str, dict[TaskStatus, int]] = defaultdict(lambda: defaultdict(int))
+        # tasks and counted pods in a ready status (_READY), kept as they change: the gang plugin orders
+        # jobs by readiness, so a session asks it at every comparison of its job queue
+        self.ready_count = 0
         # allocated tasks by request (pods of one template share one request object): cheaper to keep
         # than a running Resources sum, which opening a session would rebuild once per task
         self._allocated: dict[Resources, int] = {}
@@ -137,6 +141,8 @@ class JobInfo:
         self.counted[requests] = self.counted.get(requests, 0) + 1
         self.status_counts[status] += 1
         self.role_status_counts[role][status] += 1
+        if status in _READY:
+            self.ready_count += 1
         if status in ALLOCATED_STATUSES:
             self._allocated[requests] = self._allocated.get(requests, 0) + 1
             self._allocated_sum = None
@@ -167,6 +173,8 @@ class JobInfo:
         self.tasks_by_status[task.status][task.uid] = task
         self.status_counts[task.status] += 1
         self.role_status_counts[task.role][task.status] += 1
+        if task.status in _READY:
+            self.ready_count += 1
         if task.status in ALLOCATED_STATUSES:
             self._count_allocated(task, 1)
 
@@ -180,6 +188,7 @@ class JobInfo:
         self.tasks_by_status[status][task.uid] = task
         self.status_counts[status] += 1
         role_counts[status] += 1
+        self.ready_count += (status in _READY) - (old in _READY)
         was_allocated = old in ALLOCATED_STATUSES
         if was_allocated != (status in ALLOCATED_STATUSES):
             self._count_allocated(task, -1 if was_allocated else 1)
@@ -195,7 +204,7 @@ class JobInfo:
         return sum(counts[s] for s in statuses)
 
     def ready_task_num(self) -> int:
-        return self.count(*_READY)
+        return self.ready_count
 
     def waiting_task_num(self) -> int:
         return self.status_counts[TaskStatus.PIPELINED]
