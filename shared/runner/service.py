@@ -335,7 +335,11 @@ class EventSourcedService(RecordFolding[S], Service, Generic[S]):
                     if self._full or self._dirty:
                         await self._reconcile()
                     await self.after_reconcile()
-                    await self.checkpointer.save_if_due(self.seq, lambda: self.core.dump(self.state))
+                    await self.checkpointer.save_if_due(
+                        self.seq,
+                        lambda: self.core.dump(self.state),
+                        busy=not self._queue.empty(),  # live events wait: the checkpoint may wait too
+                    )
             finally:
                 self._busy = False
                 self.progressed()
