@@ -36,6 +36,8 @@ from shared.telemetry.metrics import Registry, default_registry
 
 log = structlog.get_logger(__name__)
 
+_RENDER_CHUNK = 1000  # objects rendered between yields to the loop when everything is written
+
 S = TypeVar("S")
 ObjectKey = tuple[str, str | None, str]  # kind, namespace (None: cluster-scoped), name
 
@@ -206,7 +208,13 @@ class ReadModelService(EventSourcedService[S]):
 
     async def _write_all(self, model: ReadModel) -> None:
         seq = self.seq
-        values = {key: self.projection.render(self.state, key) for key in self.projection.keys(self.state)}
+        values: dict[ObjectKey, Any] = {}
+        for index, key in enumerate(list(self.projection.keys(self.state)), 1):
+            values[key] = self.projection.render(self.state, key)
+            if index % _RENDER_CHUNK == 0:
+                # tens of thousands of objects take seconds: the loop (and the lease's renewals) go on
+                # meanwhile; a value rendered after seq only carries changes its dirty mark still owes
+                await asyncio.sleep(0)
         stale: list[ObjectKey] = []
         for kind in self.projection.kinds:
             stored, _ = await model.list(kind)
