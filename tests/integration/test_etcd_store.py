@@ -6,9 +6,10 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgpack
 import pytest
 
-from shared.store.checkpoint import CHUNK_BYTES, CheckpointConflict, CheckpointStore
+from shared.store.checkpoint import CHUNK_BYTES, Checkpoint, CheckpointConflict, CheckpointStore
 from shared.store.election import Fence
 from shared.store.etcd import (
     Etcd,
@@ -169,7 +170,7 @@ async def test_large_checkpoint_is_chunked_and_replaced_atomically(etcd: Etcd) -
     await store.save(big, 100)
     cp = await store.load()
     assert cp is not None and cp.view == big and cp.seq == 100
-    bigger = os.urandom(3 * CHUNK_BYTES)
+    bigger = os.urandom(3 * CHUNK_BYTES - 4096)  # random bytes do not compress: three chunks still
     await store.save(bigger, 200, expected_seq=100)
     assert (await store.load()).view == bigger  # type: ignore[union-attr]
     chunks, _ = await etcd.get_prefix(store.data_prefix)
@@ -181,6 +182,20 @@ async def test_large_checkpoint_is_chunked_and_replaced_atomically(etcd: Etcd) -
     first_chunk = (await etcd.get_prefix(store.data_prefix))[0][0].key
     await etcd.delete(first_chunk)
     assert await store.load() is None
+
+
+async def test_a_checkpoint_is_stored_compressed_and_an_older_uncompressed_one_still_loads(
+    etcd: Etcd,
+) -> None:
+    store = CheckpointStore(etcd, "job-controller")
+    state = b"".join(b"pod-%06d: Running on node-%04d; " % (i, i % 1000) for i in range(200_000))
+    await store.save(state, 7)
+    stored = sum(len(kv.value) for kv in (await etcd.get_prefix(store.root))[0])
+    assert stored * 5 < len(state)  # a state's repetitive shape: far fewer bytes for etcd to write
+    assert (await store.load()) == Checkpoint(view=state, seq=7)
+    # written before checkpoints were compressed: the head has no "zlib" and the view is as it was
+    await etcd.put(store.head_key, msgpack.packb({"seq": 5, "view": b"plain view"}, use_bin_type=True))
+    assert (await store.load()) == Checkpoint(view=b"plain view", seq=5)
 
 
 async def test_watch_prefix_from_a_revision(etcd: Etcd) -> None:
