@@ -5,8 +5,8 @@ A checkpoint dumps the whole state, so its cost grows with the state: the period
 COST_FACTOR times what the last checkpoint took, which keeps checkpointing under 2% of a core however
 large the state grows (a restart then replays a little more).
 
-The dump runs on the loop and stalls it for as long as it takes (about 0.7 s for the job-controller or a
-scheduler at 40,000 pods), so a checkpoint that falls due while live events are queued (the loop is
+The dump runs on the loop and stalls it for as long as it takes (about 0.9-1 s for the job-controller or
+a scheduler at 40,000 pods), so a checkpoint that falls due while live events are queued (the loop is
 behind: a burst) waits until the loop catches up, for at most DEFER_PERIODS periods: a checkpoint is a
 cache, and stalling a busy service for it delays every event behind it."""
 
