@@ -62,9 +62,11 @@ async def publish_plans(
                 continue
             pending.append((plan, span, future))
             if len(pending) >= _WINDOW:
-                await _settle(bus, failed, *pending.popleft())
+                await _settle(bus, failed, *pending[0])
+                pending.popleft()  # settled: not left to the cleanup below
         while pending:
-            await _settle(bus, failed, *pending.popleft())
+            await _settle(bus, failed, *pending[0])
+            pending.popleft()
     finally:
         for _, span, future in pending:  # cancelled midway: nothing waits on the rest
             future.cancel()
