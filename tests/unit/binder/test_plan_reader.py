@@ -125,8 +125,11 @@ def test_bytes_that_are_not_msgpack_are_refused_alike() -> None:
 
 
 def test_reading_a_plan_costs_no_python_call_per_field() -> None:
-    """The fields are checked in C: each bind costs the fast reader the Bind it builds (two calls), where
-    the plans module's reader checks each field in Python."""
+    """The fields are checked in C: each bind costs the fast reader at most the Bind it builds (two
+    calls), where the plans module's reader checks each field in Python."""
+    warm = encode_plan(PlanMessage("w", "r", 1, (Bind("ns/w", "ns/g", "n1"),)))
+    for reader in (read_plan, decode_plan):  # whatever either builds on first use is not per bind
+        reader(warm)
     work = []
     for size in (2, 8):
         data = encode_plan(
@@ -134,4 +137,5 @@ def test_reading_a_plan_costs_no_python_call_per_field() -> None:
         )
         work.append([calls(partial(reader, data))[1] for reader in (read_plan, decode_plan)])
     per_bind = [(more - fewer) / 6 for fewer, more in zip(*work, strict=True)]
-    assert per_bind[0] == 2 and per_bind[1] > 2, f"calls per bind (fast, field by field): {per_bind}"
+    # at most the Bind's two (a cache warmed by another test in the same worker may save one)
+    assert per_bind[0] <= 2 < per_bind[1], f"calls per bind (fast, field by field): {per_bind}"
