@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import sys
+import urllib.request
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +153,23 @@ class ToyProcess:
 
     def logged(self, event: str) -> dict[str, Any] | None:
         return next((line for line in self.lines if line.get("event") == event), None)
+
+    async def health(self) -> dict[str, Any]:
+        """The process's /healthz answer; {} until its metrics endpoint is listening (it picks a free
+        port and logs it)."""
+        listening = self.logged("metrics and health endpoints listening")
+        if listening is None:
+            return {}
+        url = f"http://127.0.0.1:{listening['port']}/healthz"
+
+        def get() -> dict[str, Any]:
+            try:
+                with urllib.request.urlopen(url, timeout=1) as resp:
+                    return dict(json.loads(resp.read()))
+            except (OSError, ValueError):
+                return {}
+
+        return await asyncio.to_thread(get)
 
     async def wait(self, timeout_s: float = 30.0) -> int:
         """The exit status (killing the process if it does not exit in time), all output read."""

@@ -349,7 +349,12 @@ async def test_sigterm_drains_a_service_process_and_exits_0(
         async def three_echoes() -> bool:
             return sum((await echoes_per_ping(bus)).values()) == 3
 
+        async def echoes_folded() -> bool:
+            # Its echoes are on the log before it has read them back: wait until it applied all six.
+            return (await toy.health()).get("seq") == 6
+
         await eventually(three_echoes, what="the echoes of three pings")
+        await eventually(echoes_folded, what="the toy applying its own echoes")
         toy.proc.send_signal(signal.SIGTERM)
     finally:
         status = await toy.wait()
