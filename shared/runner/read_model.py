@@ -36,7 +36,7 @@ from shared.telemetry.metrics import Registry, default_registry
 
 log = structlog.get_logger(__name__)
 
-_RENDER_CHUNK = 1000  # objects rendered between yields to the loop when everything is written
+RENDER_CHUNK = 1000  # objects a write round renders between yields to the loop
 
 S = TypeVar("S")
 ObjectKey = tuple[str, str | None, str]  # kind, namespace (None: cluster-scoped), name
@@ -200,21 +200,29 @@ class ReadModelService(EventSourcedService[S]):
         if not dirty:
             return
         taken = dict(dirty)
-        writes = [Write(*key, seq, self.projection.render(self.state, key)) for key, seq in taken.items()]
+        rendered = await self._render(taken)
+        writes = [Write(*key, seq, rendered[key]) for key, seq in taken.items()]
         await self._store(model, writes, full=False)
         for key, seq in taken.items():
             if dirty.get(key) == seq:
                 del dirty[key]
 
+    async def _render(self, keys: Iterable[ObjectKey]) -> dict[ObjectKey, Any]:
+        """Each object's value, rendered RENDER_CHUNK at a time with the loop running in between: a
+        round after a busy second holds tens of thousands of changed objects, and rendering them in one
+        go stalled the loop for over 2 s, long enough to lose the leadership lease (docs/scaling.md). A
+        value rendered after its mark's seq carries later changes too; their own marks are still owed,
+        so the key moves forward again in a later round."""
+        values: dict[ObjectKey, Any] = {}
+        for index, key in enumerate(keys, 1):
+            values[key] = self.projection.render(self.state, key)
+            if index % RENDER_CHUNK == 0:
+                await asyncio.sleep(0)
+        return values
+
     async def _write_all(self, model: ReadModel) -> None:
         seq = self.seq
-        values: dict[ObjectKey, Any] = {}
-        for index, key in enumerate(list(self.projection.keys(self.state)), 1):
-            values[key] = self.projection.render(self.state, key)
-            if index % _RENDER_CHUNK == 0:
-                # tens of thousands of objects take seconds: the loop (and the lease's renewals) go on
-                # meanwhile; a value rendered after seq only carries changes its dirty mark still owes
-                await asyncio.sleep(0)
+        values = await self._render(list(self.projection.keys(self.state)))
         stale: list[ObjectKey] = []
         for kind in self.projection.kinds:
             stored, _ = await model.list(kind)

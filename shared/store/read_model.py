@@ -158,17 +158,22 @@ class ReadModel:
     async def apply(self, writes: Sequence[Write]) -> builtins.list[bool]:
         """Apply many writes with few round trips (as many per transaction as etcd's limits allow); per
         write, whether it moved its key forward."""
-        # each value is encoded once, before the chunks are cut, whatever the attempts
-        values = [_encode({"seq": w.seq, "object": _plain(w.object)}) for w in writes]
+        # Each value is encoded once, whatever the attempts, as its chunk is cut: the loop runs between
+        # chunks (each awaits its transaction), so tens of thousands of writes never encode in one go.
         applied: list[bool] = []
-        start = size = 0
-        for end, value in enumerate(values):
-            if end > start and (end - start == _KEYS_PER_TXN or size + len(value) > _BYTES_PER_TXN):
-                applied.extend(await self._apply_chunk(writes[start:end], values[start:end]))
-                start, size = end, 0
+        chunk: list[Write] = []
+        values: list[bytes] = []
+        size = 0
+        for write in writes:
+            value = _encode({"seq": write.seq, "object": _plain(write.object)})
+            if chunk and (len(chunk) == _KEYS_PER_TXN or size + len(value) > _BYTES_PER_TXN):
+                applied.extend(await self._apply_chunk(chunk, values))
+                chunk, values, size = [], [], 0
+            chunk.append(write)
+            values.append(value)
             size += len(value)
-        if start < len(writes):
-            applied.extend(await self._apply_chunk(writes[start:], values[start:]))
+        if chunk:
+            applied.extend(await self._apply_chunk(chunk, values))
         return applied
 
     async def _apply_chunk(self, writes: Sequence[Write], values: Sequence[bytes]) -> builtins.list[bool]:

@@ -38,6 +38,7 @@ from shared.bus.poison import read_quarantine
 from shared.bus.streams import events_stream
 from shared.bus.subjects import EVENTS_STREAM, event_subject
 from shared.runner import EventSourcedService
+from shared.runner.read_model import RENDER_CHUNK
 from shared.servers import EtcdServer, NatsServer
 from shared.store.checkpoint import CheckpointStore
 from shared.store.election import ELECTION_PREFIX
@@ -391,5 +392,46 @@ async def test_what_changes_while_everything_is_written_is_written_after(
         found = await stored(etcd, "priorityclass", None, "high")
         assert found is not None and found[1] == pc
     finally:
+        await qc.shutdown()
+        await running
+
+
+async def test_a_large_write_round_lets_the_loop_run_while_it_renders(
+    bus: Bus, etcd: Etcd, eventually: Eventually
+) -> None:
+    """A round after a busy second holds tens of thousands of changed objects: rendered in one go they
+    stalled the loop long enough to lose the leadership lease. The loop must run between chunks."""
+    await bus.ensure_streams([events_stream()])
+    config = QueueControllerConfig(instance_id="a", **{**QUIET, "read_model_interval_s": 3600.0})
+    qc = QueueControllerService(bus, etcd, config, registry=Registry())
+    running = asyncio.create_task(qc.run())
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        await eventually(lambda: qc.health()["read_model_synced"], what="led, and everything written once")
+        render = qc.projection.render
+        ticks_seen: list[int] = []
+
+        def counting_render(state: Any, key: Any) -> Any:
+            ticks_seen.append(ticks)
+            return render(state, key)
+
+        qc.projection.render = counting_render  # type: ignore[method-assign]
+        objects = 3 * RENDER_CHUNK + 1
+        dirty = qc.projection.dirty(qc.state)
+        dirty.update({("priorityclass", None, f"gone-{i}"): qc.seq for i in range(objects)})
+        await qc.write_read_model()
+        assert len(ticks_seen) >= objects
+        assert len(set(ticks_seen)) >= 4  # the loop ran after each chunk of RENDER_CHUNK renders
+        assert not [key for key in qc.projection.dirty(qc.state) if key[2].startswith("gone-")]
+    finally:
+        ticker.cancel()
         await qc.shutdown()
         await running
