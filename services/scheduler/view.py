@@ -20,7 +20,6 @@ their setters and the assumptions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from contracts.objects import (
@@ -36,7 +35,9 @@ from services.scheduler.core.framework.plan import PodGroupUpdate
 from services.scheduler.core.live import LiveObjects
 from services.scheduler.core.model.node_base import NodeRows
 from services.scheduler.core.snapshot import DEFAULT_QUEUE, ClusterSnapshot, podgroup_key
+from services.scheduler.evolve import evolve
 from services.scheduler.plans import PlanMessage
+from services.scheduler.pod_decode import PodDecoder
 from services.scheduler.view_events import (
     CAPACITY,
     HANDLERS,
@@ -71,6 +72,7 @@ class SchedulerView:
         "new_work",
         "node_rows",
         "nodes",
+        "pod_decoder",
         "priority_classes",
         "queues",
         "seen",
@@ -92,6 +94,7 @@ class SchedulerView:
         self.logged_pods: dict[str, Pod] = {}
         self.logged_podgroups: dict[str, PodGroup] = {}
         self.shown = LiveObjects()
+        self.pod_decoder = PodDecoder()  # the pods PodCreated carries, their specs shared (pod_decode.py)
         # pod key -> (plan id, what the plan does to it: bind, evict or nominate, and the node)
         self._pod_assumed: dict[str, tuple[str, tuple[str, str]]] = {}
         self._group_assumed: dict[str, tuple[str, PodGroupUpdate]] = {}
@@ -223,11 +226,11 @@ class SchedulerView:
         if pod is not None and assumed is not None:
             change, node = assumed[1]
             if change == _EVICT:
-                pod = replace(pod, meta=replace(pod.meta, deletion_timestamp=self.time))
+                pod = evolve(pod, meta=evolve(pod.meta, deletion_timestamp=self.time))
             elif change == _NOMINATE:
-                pod = replace(pod, status=replace(pod.status, nominated_node_name=node))
+                pod = evolve(pod, status=evolve(pod.status, nominated_node_name=node))
             else:
-                pod = replace(pod, spec=replace(pod.spec, node_name=node))
+                pod = evolve(pod, spec=evolve(pod.spec, node_name=node))
         self.shown.put_pod(key, pod)
 
     def _show_podgroup(self, key: str) -> None:

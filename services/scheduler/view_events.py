@@ -16,6 +16,7 @@ from contracts.objects import HyperNode, Node, Pod, PodGroup, PriorityClass, Que
 from contracts.payloads import ObjectPayload, podgroup_condition
 from services.scheduler.core.framework.plan import PodGroupUpdate
 from services.scheduler.core.live import FINISHED_POD_PHASES
+from services.scheduler.evolve import evolve
 
 if TYPE_CHECKING:
     from services.scheduler.view import SchedulerView
@@ -36,7 +37,7 @@ def event_object(event: Event, cls: type) -> Any:
 
 
 def with_status(pg: PodGroup, update: PodGroupUpdate) -> PodGroup:
-    status = replace(
+    status = evolve(
         pg.status,
         phase=update.phase,
         conditions=update.conditions,
@@ -44,7 +45,7 @@ def with_status(pg: PodGroup, update: PodGroupUpdate) -> PodGroup:
         succeeded=update.succeeded,
         failed=update.failed,
     )
-    return replace(pg, status=status)
+    return evolve(pg, status=status)
 
 
 # --- event handlers ------------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ def _plan_rejected(view: SchedulerView, event: Event) -> None:
 
 
 def _pod_created(view: SchedulerView, event: Event) -> None:
-    view.set_pod(event_key(event), event_object(event, Pod), settles=True)
+    view.set_pod(event_key(event), view.pod_decoder.pod(event), settles=True)
 
 
 def _pod_change(
@@ -150,8 +151,8 @@ def _bound(pod: Pod, event: Event) -> Pod:
     """Bound: its nomination (room reserved for it by a preemption) is used, or void elsewhere."""
     node = event.payload_as(payloads.PodBound).node
     if pod.status.nominated_node_name:
-        pod = replace(pod, status=replace(pod.status, nominated_node_name=""))
-    return pod if node == pod.spec.node_name else replace(pod, spec=replace(pod.spec, node_name=node))
+        pod = evolve(pod, status=evolve(pod.status, nominated_node_name=""))
+    return pod if node == pod.spec.node_name else evolve(pod, spec=evolve(pod.spec, node_name=node))
 
 
 def _nominated(pod: Pod, event: Event) -> Pod:
@@ -159,7 +160,7 @@ def _nominated(pod: Pod, event: Event) -> Pod:
     node = event.payload_as(payloads.PodNominated).node
     if pod.spec.node_name or pod.status.nominated_node_name == node:
         return pod
-    return replace(pod, status=replace(pod.status, nominated_node_name=node))
+    return evolve(pod, status=evolve(pod.status, nominated_node_name=node))
 
 
 def _report(change: Callable[[Pod, Event], Pod]) -> Callable[[SchedulerView, Event], None]:
@@ -185,7 +186,7 @@ def _about_current_run(pod: Pod, node: str | None) -> bool:
 def _running(pod: Pod, event: Event) -> Pod:
     running = event.payload_as(payloads.PodRunning)
     started = running.started_at or event.time
-    return replace(pod, status=replace(pod.status, phase="Running", start_time=started))
+    return evolve(pod, status=evolve(pod.status, phase="Running", start_time=started))
 
 
 def _finished(phase: str) -> Callable[[Pod, Event], Pod]:
@@ -195,7 +196,7 @@ def _finished(phase: str) -> Callable[[Pod, Event], Pod]:
         # a success carries no reason, a lost pod no exit code: the pod keeps the one it had
         exit_code = pod.status.exit_code if isinstance(report, payloads.PodLost) else report.exit_code
         reason = pod.status.reason if isinstance(report, payloads.PodSucceeded) else report.reason
-        return replace(pod, status=replace(pod.status, phase=phase, exit_code=exit_code, reason=reason))
+        return evolve(pod, status=evolve(pod.status, phase=phase, exit_code=exit_code, reason=reason))
 
     return change
 
@@ -207,7 +208,7 @@ def _deleting(pod: Pod, event: Event) -> Pod:
     """Kubernetes' deletion timestamp: Volcano then sees the pod as Releasing."""
     if pod.meta.deletion_timestamp is not None:
         return pod
-    return replace(pod, meta=replace(pod.meta, deletion_timestamp=event.time))
+    return evolve(pod, meta=evolve(pod.meta, deletion_timestamp=event.time))
 
 
 def _pod_terminated(view: SchedulerView, event: Event) -> None:

@@ -138,6 +138,24 @@ class LiveObjects:
     # --- changes -------------------------------------------------------------------------------------
     def put_pod(self, key: str, pod: Pod | None) -> None:
         """The pod as sessions should see it now (None: gone)."""
+        old = self.pods.get(key)
+        if old is not None and pod is not None and old.meta is pod.meta:
+            # Most pod events change its status or spec and keep its meta, so its group: the group's
+            # counts change by what the pod's own change does, and only a pod finishing (or coming
+            # back) can change whether the group is finished.
+            group = podgroup_key(pod)
+            self.pods[key] = pod
+            finished = _finished(pod)
+            if finished != _finished(old):
+                _add(self._unfinished, group, -1 if finished else 1)
+            waits = _waits(pod)
+            if waits != _waits(old):
+                _add(self._waiting, group, 1 if waits else -1)
+            if finished != _finished(old):
+                self._sort_group(group)
+            self._sort_pod(key)
+            self.touched.add(group)
+            return
         groups = set()
         old = self.pods.pop(key, None)
         if old is not None:
@@ -256,3 +274,12 @@ class LiveObjects:
                 self._facts.setdefault(key, None)
                 self._stale.add(key)
             self._tuples.pop("facts", None)
+
+
+def _add(counts: dict[str, int], key: str, delta: int) -> None:
+    """Change a count kept only while it is positive."""
+    count = counts.get(key, 0) + delta
+    if count:
+        counts[key] = count
+    else:
+        del counts[key]

@@ -164,3 +164,39 @@ def test_session_work_does_not_grow_with_finished_gangs(history: int, tasks_buil
         4,
         {"default/live", "default/busy"},
     )
+
+
+# --- the cost of a pod's change ------------------------------------------------------------------------
+
+
+def test_a_pod_changing_in_its_group_walks_the_group_only_when_it_finishes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pod bound, started or finished keeps its group: the group's counts change by that pod alone, and
+    the group is looked at again (a walk over its pods when it finishes) only when the pod ends."""
+    members = [pod(f"w{i}", "g") for i in range(40)]
+    view, log = folded(podgroup("g", min_member=40), *members)
+    calls: Counter[str] = Counter()
+    for name in ("_sort_group", "_sort_pod", "_join", "_leave"):
+        original = getattr(type(view.shown), name)
+
+        def counted(self: Any, *args: Any, _name: str = name, _original: Any = original, **kw: Any) -> Any:
+            calls[_name] += 1
+            return _original(self, *args, **kw)
+
+        monkeypatch.setattr(type(view.shown), name, counted)
+    view.apply(log.event("PodBound", "default/w0", {"node": "n1", "plan": "x"}))
+    view.apply(log.event("PodRunning", "default/w0", {"node": "n1"}))
+    assert calls == {"_sort_pod": 2}
+    assert view.waiting_groups() == {"default/g"}  # 39 pods still wait
+    view.apply(log.event("PodSucceeded", "default/w0", {"node": "n1", "exit_code": 0}))
+    assert calls == {"_sort_pod": 3, "_sort_group": 1}
+    for p in members[1:]:
+        key = p.meta.key
+        view.apply(log.event("PodBound", key, {"node": "n1", "plan": "x"}))
+    assert view.waiting_groups() == set()
+    assert calls["_sort_group"] == 1 and calls["_join"] == calls["_leave"] == 0
+    # the same counts as a view that saw each pod only as it is now
+    fresh, _ = folded(podgroup("g", min_member=40), *(view.pod(p.meta.key) for p in members))
+    assert view.shown._unfinished == fresh.shown._unfinished and view.shown._waiting == fresh.shown._waiting
+    assert seen(view) == seen(fresh)
