@@ -5,6 +5,7 @@ ones: services/scheduler/exported.py, docs/metrics.md)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from services.scheduler.core.framework.plan import QueueUpdate, SessionResult
 from services.scheduler.exported import JobBook, Series, exported_jobs, job_series, queue_series
@@ -61,9 +62,13 @@ class ReplicaSeries:
             return
         owned, now = self._owned(), self._clock()
         latency = self.metrics.task_latency_ms
+        by_stage: dict[str, Any] = {}  # a series looked up once a batch, not once a pod
         for stage, group, created in seen:
             if group in owned:
-                latency.labels(stage).observe(_ms(now - created))
+                series = by_stage.get(stage)
+                if series is None:
+                    series = by_stage[stage] = latency.labels(stage)
+                series.observe(_ms(now - created))
 
     def exported(self) -> Series:
         """Volcano's per-queue and per-job gauges this replica exports, now."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import msgpack
 
@@ -60,6 +60,9 @@ class SchedulerState:
 class ViewCore:
     name: str  # the replica id: each replica has its own checkpoint
     reads: frozenset[str] = VIEW_EVENTS
+    # the loop need not note which event caused which output (the event's trace, per event): a replica
+    # writes no events, it sends plans from its scheduling task with the PodGroups' traces (`traces`)
+    writes_events: ClassVar[bool] = False
 
     def initial(self) -> SchedulerState:
         return SchedulerState()

@@ -101,6 +101,9 @@ class RecordFolding(Generic[S]):
                 self._full = True
 
     def _fold(self, event: Event, env: Envelope, live: bool) -> None:
+        # A core that writes no events (a scheduler replica) causes no outputs: the publisher need not
+        # note, per event, the trace its outputs would join.
+        causes = getattr(self.core, "writes_events", True)
         if live and self.publisher.records:
             with self.tracer.start_as_current_span(
                 f"apply {env.type}",
@@ -109,13 +112,14 @@ class RecordFolding(Generic[S]):
                 attributes=span_attributes(event),
             ):
                 self.state = self.core.apply(self.state, event)
-                # Outputs this event causes become children of this span.
-                self.publisher.seen(env.id, trace_headers().get("traceparent"))
+                if causes:  # outputs this event causes become children of this span
+                    self.publisher.seen(env.id, trace_headers().get("traceparent"))
         else:
             # Replay is not traced per event (it would graft old events onto their traces again), nor is
             # anything when spans are not recorded: outputs then carry their cause's trace context.
             self.state = self.core.apply(self.state, event)
-            self.publisher.seen(env.id, env.traceparent)
+            if causes:
+                self.publisher.seen(env.id, env.traceparent)
 
     def _quarantine(
         self,
