@@ -22,9 +22,11 @@ def test_a_batch_of_pods_looks_each_stage_up_once(monkeypatch: pytest.MonkeyPatc
     view, log = SchedulerView(), EventLog(time_from_seq=True)
     view.watching = True
     metrics = SchedulerMetrics(Registry())
-    series = ReplicaSeries(metrics, lambda: view, lambda: Owned(Ring(["s0"]), "s0"), lambda: 100.0)
-    pods = gang("g", 30)[1:]
-    for obj in gang("g", 30):
+    now = 1e12  # after every creation time
+    series = ReplicaSeries(metrics, lambda: view, lambda: Owned(Ring(["s0"]), "s0"), lambda: now)
+    objects = gang("g", 30)
+    pods = objects[1:]
+    for obj in objects:
         view.apply(log.created(obj))
     for p in pods:
         view.apply(log.event("PodBound", p.meta.key, {"node": "n1", "plan": "x"}))
