@@ -77,8 +77,7 @@ class ViewCore:
             key = event_key(event)
             traced: str | None = key
             if event.type == "PodCreated":  # the view has just decoded the pod: read it, not the payload
-                pod = state.view.pod(key)
-                traced = podgroup_key(pod) if pod is not None else None
+                traced = state.view.shown.group_of(key)
             if traced is not None:
                 state.traces[traced] = event.traceparent
         elif event.type == "PodGroupDeleted":

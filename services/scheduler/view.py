@@ -184,15 +184,17 @@ class SchedulerView:
             elif event.type == "PodGroupCreated":
                 self.new_work.add(event_key(event))
             elif event.type == "PodCreated":
-                pod = self.logged_pods.get(event_key(event))
-                if pod is not None:
-                    self.new_work.add(podgroup_key(pod))
+                key = event_key(event)
+                group = self.shown.group_of(key)
+                if group is not None:
+                    self.new_work.add(group)
                     if self.watching:
-                        self.seen.append((WATCHED, podgroup_key(pod), pod.meta.creation_timestamp))
+                        self.seen.append((WATCHED, group, self.logged_pods[key].meta.creation_timestamp))
             elif event.type == "PodBound" and self.watching:
-                pod = self.logged_pods.get(event_key(event))
-                if pod is not None:
-                    self.seen.append((BOUND, podgroup_key(pod), pod.meta.creation_timestamp))
+                key = event_key(event)
+                group = self.shown.group_of(key)
+                if group is not None:
+                    self.seen.append((BOUND, group, self.logged_pods[key].meta.creation_timestamp))
 
     def take_seen(self) -> list[tuple[str, str, float]]:
         """The pods created and bound since the last call (see `seen`)."""

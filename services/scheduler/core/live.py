@@ -54,6 +54,7 @@ class LiveObjects:
         "_facts",
         "_final_jobs",
         "_finished_groups",
+        "_group_of",
         "_live",
         "_members",
         "_pending_phase",
@@ -75,6 +76,7 @@ class LiveObjects:
         self._stale: set[str] = set()  # live pods whose facts are to be computed again
         self._tuples: dict[str, tuple[Any, ...]] = {}
         self._members: dict[str, set[str]] = {}  # group key -> keys of its pods
+        self._group_of: dict[str, str] = {}  # pod key -> its group's (podgroup_key, read once per pod)
         self._unfinished: dict[str, int] = {}  # group key -> how many of its pods have not finished
         self._final_jobs: set[str] = set()  # keys of Jobs in a final phase (a Job's group has its key)
         self._finished_groups: set[str] = set()
@@ -99,6 +101,10 @@ class LiveObjects:
     def final_jobs(self) -> frozenset[str]:
         """Keys of the Jobs in a final phase (their finished PodGroups stay out of snapshots)."""
         return frozenset(self._final_jobs)
+
+    def group_of(self, key: str) -> str | None:
+        """The PodGroup key of the pod `key` (its `podgroup_key`), None if no such pod is seen."""
+        return self._group_of.get(key)
 
     def live_pods(self) -> tuple[Pod, ...]:
         return self._tuple("pods")
@@ -143,7 +149,7 @@ class LiveObjects:
             # Most pod events change its status or spec and keep its meta, so its group: the group's
             # counts change by what the pod's own change does, and only a pod finishing (or coming
             # back) can change whether the group is finished.
-            group = podgroup_key(pod)
+            group = self._group_of[key]
             self.pods[key] = pod
             finished = _finished(pod)
             if finished != _finished(old):
@@ -198,7 +204,7 @@ class LiveObjects:
 
     # --- bookkeeping ---------------------------------------------------------------------------------
     def _join(self, key: str, pod: Pod) -> str:
-        group = podgroup_key(pod)
+        group = self._group_of[key] = podgroup_key(pod)
         self._members.setdefault(group, set()).add(key)
         if not _finished(pod):
             self._unfinished[group] = self._unfinished.get(group, 0) + 1
@@ -207,7 +213,7 @@ class LiveObjects:
         return group
 
     def _leave(self, key: str, pod: Pod) -> str:
-        group = podgroup_key(pod)
+        group = self._group_of.pop(key)
         members = self._members[group]
         members.discard(key)
         if not members:
@@ -250,7 +256,7 @@ class LiveObjects:
     def _sort_pod(self, key: str) -> None:
         pod = self.pods.get(key)
         if pod is not None and _finished(pod):
-            group = podgroup_key(pod)
+            group = self._group_of[key]
             if group not in self.podgroups or group in self._finished_groups:
                 pod = None
         self._set_live("pods", key, pod)
