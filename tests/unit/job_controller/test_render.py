@@ -203,6 +203,18 @@ def test_the_memo_keeps_at_most_its_limit_of_jobs() -> None:
     assert len(memo.jobs) == 3
 
 
+def test_the_memo_drops_the_job_rendered_least_recently() -> None:
+    """A burst of more running jobs than the limit: the jobs still being rendered keep their parts."""
+    memo = render._Memo(3)
+    jobs = {name: default_job(gang(name)) for name in ("busy", "a", "b", "c", "d")}
+    busy = memo.of(f"{NS}/busy", jobs["busy"])
+    for name in ("a", "b", "c", "d"):
+        assert memo.of(f"{NS}/busy", jobs["busy"]) is busy  # still rendered between the others
+        memo.of(f"{NS}/{name}", jobs[name])
+    assert memo.of(f"{NS}/busy", jobs["busy"]) is busy
+    assert list(memo.jobs) == [f"{NS}/c", f"{NS}/d", f"{NS}/busy"]
+
+
 @pytest.mark.parametrize("index", [0, 1, 2, 5, 7])
 def test_a_partitioned_pod_equals_pod_for(index: int) -> None:
     """The memo's pod template is pod 0's: every other pod gets its own partition label."""
