@@ -26,17 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts import codec, payloads
+from contracts.job_shape import JOB_RETRY_COUNT, JOB_VERSION, PARTITION_ID, POD_GENERATION, TASK_INDEX
 from contracts.objects import Job, JobState, PodGroupCondition, PodStatus, PriorityClass, TaskSpec
-from services.job_controller.core.expand import (
-    JOB_RETRY_COUNT,
-    JOB_VERSION,
-    PARTITION_ID,
-    POD_GENERATION,
-    TASK_INDEX,
-    partition_id,
-    pod_for,
-    podgroup_for,
-)
+from services.job_controller.core.expand import partition_id, pod_for, podgroup_for
 from services.job_controller.core.state import POD_PHASES, JobRecord
 
 Doc = dict[str, Any]

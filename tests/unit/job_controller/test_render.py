@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from contracts import codec
+from contracts.job_shape import default_job
 from contracts.objects import (
     Container,
     Job,
@@ -23,7 +24,7 @@ from contracts.objects import (
 )
 from contracts.resources import Resources
 from services.job_controller.core import render
-from services.job_controller.core.expand import default_job, pod_for
+from services.job_controller.core.expand import pod_for
 from services.job_controller.core.objects import job_object, pod_object, podgroup_object
 from services.job_controller.core.projection import ObjectKey, Projected, ProjectedCore
 from services.job_controller.core.state import pod_key
