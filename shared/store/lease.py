@@ -36,7 +36,6 @@ RETRY_AFTER_FAILURE_S = 0.1
 # A holder whose loop has not run for this long is hung, not busy: the longest stall measured is a
 # checkpoint's dump of 40,000 pods, 1.5 s, about 4 s on a machine loaded twice over.
 MAX_LOOP_STALL_S = 15.0
-_STOP_POLL_S = 0.05  # how promptly the renewal thread notices stop()
 
 
 class KeptLease:
@@ -61,6 +60,7 @@ class KeptLease:
         self._beat = time.monotonic()  # when the holder's loop last ran (read by the renewal thread)
         self._beating = asyncio.create_task(self._beat_while_running(), name=f"lease-beat-{lease_id:x}")
         self._stopping = threading.Event()
+        self._renewals: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None  # the thread's loop
         self._thread = threading.Thread(target=self._renew_in_thread, name=f"lease-{lease_id:x}", daemon=True)
         self._thread.start()
 
@@ -82,6 +82,11 @@ class KeptLease:
         asyncio.run(self._renew_on_own_connection())
 
     async def _renew_on_own_connection(self) -> None:
+        # published before _stopping is read, as stop() sets _stopping before reading this: whichever
+        # comes second sees the other's write, so a stop is never missed
+        self._renewals = (asyncio.get_running_loop(), asyncio.Event())
+        if self._stopping.is_set():
+            return
         etcd = await self.etcd.twin()
         try:
             await self._renew(etcd)
@@ -114,13 +119,10 @@ class KeptLease:
                     return
 
     async def _not_stopped_after(self, wait_s: float) -> bool:
-        until = time.monotonic() + wait_s
-        while not self._stopping.is_set():
-            left = until - time.monotonic()
-            if left <= 0:
-                return True
-            await asyncio.sleep(min(left, _STOP_POLL_S))
-        return False
+        assert self._renewals is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._renewals[1].wait(), wait_s)
+        return not self._stopping.is_set()
 
     def _give_up(self, event: str | None = None, **fields: Any) -> None:
         """From the renewal thread: tell the holder's loop the lease is (or may be) gone."""
@@ -132,6 +134,10 @@ class KeptLease:
     async def stop(self, *, revoke: bool = True) -> None:
         """Stop renewing; revoke (the default) deletes the lease's keys at once instead of at expiry."""
         self._stopping.set()
+        if self._renewals is not None:
+            loop, wake = self._renewals
+            with contextlib.suppress(RuntimeError):  # its loop is closed: the thread is done already
+                loop.call_soon_threadsafe(wake.set)
         self._beating.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._beating
