@@ -35,6 +35,7 @@ from contracts.objects import (
 )
 from contracts.objects_flow import CronJob, JobFlow, JobTemplate
 from contracts.payloads import ObjectPayload, decode_as
+from contracts.podgroup_owner import owner_pod
 from services.admission import own_writes
 from services.admission.core.context import ClusterContext, implicit_queues
 from services.admission.core.decide import COMMAND, DELETE, Decision, Emit, Request, decide
@@ -42,7 +43,6 @@ from services.admission.core.implicit_podgroup import GROUP_NAME
 from services.admission.core.overlay import Overlay
 from services.admission.core.tenants import TENANT_KIND, Tenant, fold_tenant
 from services.admission.own_writes import OwnWrites
-from services.job_controller.core.plain.owner import owner_pod
 from shared.runner_types import Event, Key, Output, deterministic_id
 
 CHECKPOINT_VERSION = 1

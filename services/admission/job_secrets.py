@@ -21,10 +21,10 @@ from dataclasses import replace
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
 from contracts import payloads
+from contracts.job_plugins import ssh
 from contracts.objects import Job
 from services.admission.context_core import Plan, Write
 from services.admission.core.decide import Emit
-from services.job_controller.core.plugins import ssh
 from shared.security.sealing import seal_job_secret
 
 SECRET_EVENT = "JobSecretCreated"

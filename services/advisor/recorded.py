@@ -27,11 +27,11 @@ from typing import Any
 
 from contracts.bundles import BUNDLE_FOR
 from contracts.codec import decode_object
+from contracts.job_shape import JOB_NAME, TASK_SPEC
 from contracts.kube_shape import kube_object
 from contracts.kube_values import go_duration
 from contracts.objects import ApiObject, Job, ObjectMeta, Pod
 from contracts.sim_annotations import SIM_ARRIVAL, SIM_DURATION
-from services.job_controller.core.expand import JOB_NAME, TASK_SPEC
 from shared.client_reads import RawEvent
 
 Doc = dict[str, Any]

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from contracts.codec import decode_object, encode_object
+from contracts.job_shape import default_job
 from contracts.objects import ApiObject, Job, Node
 from contracts.parse import load_documents
-from services.job_controller.core.expand import default_job, pod_for, podgroup_for
+from services.job_controller.core.expand import pod_for, podgroup_for
 
 # A job shaped like the examples': labels and annotations the pods inherit, plugins, a policy, and a
 # container with a command, environment, requests and limits, so that every nested kind is on the path.

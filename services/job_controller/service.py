@@ -17,8 +17,8 @@ import structlog
 from opentelemetry.trace import Tracer
 
 from contracts.events import JOB_CONTROLLER
+from contracts.job_shape import JOB_NAME
 from services.job_controller.core.controller import ControllerCore, ControllerState
-from services.job_controller.core.expand import JOB_NAME
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.requests import RequestingPublisher
 from shared.bus.jetstream import Bus

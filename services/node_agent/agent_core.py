@@ -27,10 +27,10 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from contracts import payloads
 from contracts.codec import decode, encode
+from contracts.job_plugins.ssh import KeyPair, keys_from_secret
+from contracts.job_shape import JOB_NAME
 from contracts.objects import Job, Pod
 from contracts.payloads import ObjectPayload
-from services.job_controller.core.expand import JOB_NAME
-from services.job_controller.core.plugins.ssh import KeyPair, keys_from_secret
 from services.node_agent.core.core import NodeAgentCore
 from services.node_agent.core.state import AgentState, Observation, RuntimeAction
 from shared.runner_types import Event, Output

@@ -26,9 +26,9 @@ import structlog
 from opentelemetry.trace import Tracer
 
 from contracts.codec import decode
+from contracts.job_plugins import pod_environment, ssh
+from contracts.job_shape import JOB_NAME
 from contracts.objects import Pod
-from services.job_controller.core.expand import JOB_NAME
-from services.job_controller.core.plugins import pod_environment, ssh
 from services.node_agent.agent_core import AgentCore, AgentView, SecretNotOpened
 from services.node_agent.config import NodeAgentConfig, agent_nodes
 from services.node_agent.core.core import NodeAgentCore

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contracts.job_plugins import ssh
 from contracts.objects import Job
-from services.job_controller.core.plugins import ssh
 
 
 def prepare_private_files(job: Job, pod_dir: Path) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from contracts import payloads
 from contracts.events import NODE_AGENT
+from contracts.job_shape import JOB_NAME
 from contracts.payloads import named_node
-from services.job_controller.core.expand import JOB_NAME
 from services.simulator.world import FINISHED_POD_PHASES, World, pod_exit_code, start_problem
 from shared.runner_types import Event, Output, deterministic_id
 

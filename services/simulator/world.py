@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from contracts import payloads
 from contracts.errors import FieldError
+from contracts.job_shape import GROUP_NAME, POD_GENERATION
 from contracts.objects import Node, ObjectMeta, Pod, PodGroup, PodStatus, Queue, frozen_map
 from contracts.parse import duration_seconds
 from contracts.payloads import named_node
@@ -29,7 +30,6 @@ from contracts.sim_annotations import (
     object_errors,
     run_problem,
 )
-from services.job_controller.core.expand import GROUP_NAME, POD_GENERATION
 from services.node_agent.node_labels import well_known_labels
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.model.task import pod_cooldown_s

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import msgpack
 import msgspec
 
 from contracts.bundles import (
@@ -25,7 +24,7 @@ from contracts.bundles import (
 )
 from contracts.events import EVENT_TYPES
 from contracts.identity import OBJECT_EVENT_TYPES, identity_problem
-from contracts.payloads import PayloadError
+from contracts.payloads import Payload, PayloadError
 from contracts.typed_events import RawPayload, decode_payload, encode_payload
 from shared.bus.envelope import Envelope
 from shared.bus.subjects import EventSubject
@@ -54,6 +53,7 @@ class _WireBundle(msgspec.Struct):
 
 
 _WIRE = msgspec.msgpack.Decoder(_WireBundle)
+_pack = msgspec.msgpack.Encoder().encode
 # The first byte of a MessagePack map: fixmap (0x80-0x8f), map 16 (0xde), map 32 (0xdf).
 _MAP_HEADER = tuple(0x80 <= byte <= 0x8F or byte in (0xDE, 0xDF) for byte in range(256))
 
@@ -70,7 +70,7 @@ def unpack(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelop
     if ref.kind != BUNDLE_KIND or ref.namespace is None:
         raise PayloadError(f"{ref.type}: a bundle's subject must be a namespaced {BUNDLE_KIND!r} subject")
     payload = env.payload
-    raw = payload.raw if type(payload) is RawPayload else msgpack.packb(dict(payload), use_bin_type=True)
+    raw = payload.raw if type(payload) is RawPayload else _pack(dict(payload))
     try:
         wire = _WIRE.decode(raw)
     except msgspec.DecodeError as exc:
@@ -167,7 +167,9 @@ def _bundleable(output: Output) -> bool:
 def _payload_size(output: Output) -> int:
     if output.type != "PodCreated":
         return 256  # a few fields: counted, not measured
-    return len(msgpack.packb(encode_payload(output.payload), use_bin_type=True))
+    payload = output.payload
+    # a typed payload is encoded as it is, without its plain copy first (a Pod: 0.8 against 4.6 µs)
+    return len(_pack(payload if isinstance(payload, Payload | dict) else dict(payload)))
 
 
 def bundle_envelope(

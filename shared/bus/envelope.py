@@ -27,6 +27,9 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 
 _REQUIRED = ("type", "schema_version", "id", "time", "producer", "correlation_id", "payload")
 _OPTIONAL = ("causation_id", "traceparent", "tracestate")
+# msgspec's encoder writes the same bytes as msgpack.packb(..., use_bin_type=True) for the plain data an
+# envelope holds, about 3x faster (scripts/bench_publish_encode.py)
+_pack = msgspec.msgpack.Encoder().encode
 
 
 class EnvelopeError(ValueError):
@@ -123,9 +126,8 @@ class Envelope(msgspec.Struct, frozen=True):
 
     def encode(self) -> bytes:
         try:
-            packed: bytes = msgpack.packb(self.to_dict(), use_bin_type=True)
-            return packed
-        except (TypeError, ValueError, OverflowError) as exc:
+            return _pack(self.to_dict())
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
             raise EnvelopeError(
                 f"payload of {self.type} event {self.id} is not MessagePack-able: {exc}"
             ) from exc

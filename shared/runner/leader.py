@@ -42,12 +42,6 @@ class LeaderSeat:
         held = self._leadership
         return held.fence if held is not None and not held.lost.is_set() else None
 
-    async def renew_now(self) -> None:
-        """Renew the term's lease at once (KeptLease.renew_now), if leading."""
-        held = self._leadership
-        if held is not None and not held.lost.is_set():
-            await held.renew_now()
-
     def step_down(self, reason: str) -> None:
         if self._leadership is not None:
             log.warning("stepping down", reason=reason, token=self._leadership.fence.token)

@@ -336,9 +336,6 @@ class EventSourcedService(RecordFolding[S], Service, Generic[S]):
                         await self._reconcile()
                     await self.after_reconcile()
                     busy = not self._queue.empty()  # live events wait: the checkpoint may wait too
-                    if self.seat is not None and self.checkpointer.due(self.seq, final=False, busy=busy):
-                        # the dump stalls the loop (the lease's renewals too): start it with a whole TTL
-                        await self.seat.renew_now()
                     await self.checkpointer.save_if_due(
                         self.seq, lambda: self.core.dump(self.state), busy=busy
                     )

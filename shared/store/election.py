@@ -84,9 +84,6 @@ class Leadership:
     def lost(self) -> asyncio.Event:
         return self.lease.lost
 
-    async def renew_now(self) -> None:
-        await self.lease.renew_now()
-
     async def resign(self) -> None:
         # Revoking the lease deletes the election key with it, waking the next candidate.
         await self.lease.stop(revoke=True)

@@ -140,11 +140,13 @@ class Etcd:
         *,
         timeout_s: float,
         credentials: EtcdCredentials | None = None,
+        tls_ca: str | None = None,
     ) -> None:
         if not clients or len(clients) != len(endpoints):
             raise ValueError("one client per endpoint, at least one")
         self._clients = list(clients)
         self.credentials = credentials  # None: etcd without authentication
+        self.tls_ca = tls_ca  # kept to open another connection like this one (`twin`)
         self._tokens: list[str | None] = [None] * len(clients)  # per member: the token sent to it
         self._auth_locks = [asyncio.Lock() for _ in clients]
         self.endpoints = list(endpoints)
@@ -181,24 +183,44 @@ class Etcd:
         certificates the members must present (TLS, shared/store/etcd_channel.py); None: plain.
         credentials: the user to authenticate as (EtcdAuthError, at the first call, when refused); None:
         no authentication."""
-        clients = [
-            etcd_client(host, port, timeout_s=timeout_s, options=_CHANNEL_OPTIONS, tls_ca=tls_ca)
-            for host, port in endpoints
-        ]
-        for client in clients:
-            await client.connect()  # only creates the channel: nothing is sent before the first call
-        etcd = cls(
-            clients,
-            [f"{host}:{port}" for host, port in endpoints],
-            timeout_s=timeout_s,
-            credentials=credentials,
-        )
+        etcd = await cls._open(endpoints, timeout_s=timeout_s, tls_ca=tls_ca, credentials=credentials)
         try:
             await etcd.wait_ready(timeout_s)
         except BaseException:
             await etcd.close()
             raise
         return etcd
+
+    @classmethod
+    async def _open(
+        cls,
+        endpoints: Sequence[tuple[str, int]],
+        *,
+        timeout_s: float,
+        tls_ca: str | None,
+        credentials: EtcdCredentials | None,
+    ) -> Etcd:
+        clients = [
+            etcd_client(host, port, timeout_s=timeout_s, options=_CHANNEL_OPTIONS, tls_ca=tls_ca)
+            for host, port in endpoints
+        ]
+        for client in clients:
+            await client.connect()  # only creates the channel: nothing is sent before the first call
+        return cls(
+            clients,
+            [f"{host}:{port}" for host, port in endpoints],
+            timeout_s=timeout_s,
+            credentials=credentials,
+            tls_ca=tls_ca,
+        )
+
+    async def twin(self) -> Etcd:
+        """Another connection to the same members, as the same user, without waiting for an answer: for
+        another thread's event loop (a grpc channel serves the loop it was opened on; KeptLease)."""
+        endpoints = [(host, int(port)) for host, _, port in (e.rpartition(":") for e in self.endpoints)]
+        return await Etcd._open(
+            endpoints, timeout_s=self.timeout_s, tls_ca=self.tls_ca, credentials=self.credentials
+        )
 
     @property
     def member(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from services.job_controller.core.expand import POD_GENERATION
+from contracts.job_shape import POD_GENERATION
 
 pytestmark = pytest.mark.slow  # a local stack of its own and jobs run to completion on it: seconds a test
 

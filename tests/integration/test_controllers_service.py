@@ -17,6 +17,7 @@ from support.waiting import Eventually
 
 from contracts import codec
 from contracts.events import writer_of
+from contracts.job_shape import default_job
 from contracts.objects import (
     Container,
     HyperNode,
@@ -29,7 +30,6 @@ from contracts.objects import (
     TaskSpec,
 )
 from contracts.resources import Resources
-from services.job_controller.core.expand import default_job
 from services.job_controller.service import JobControllerConfig, JobControllerService
 from services.queue_controller.service import QueueControllerConfig, QueueControllerService
 from shared.bus.envelope import Envelope

@@ -25,8 +25,9 @@ from support.waiting import Eventually
 
 from contracts.codec import encode_object
 from contracts.events import writer_of
+from contracts.job_shape import default_job
 from contracts.objects import Container, Job, ObjectMeta, Pod, PodSpec, PodTemplate, TaskSpec, frozen_map
-from services.job_controller.core.expand import default_job, pod_for
+from services.job_controller.core.expand import pod_for
 from services.node_agent.config import NodeAgentConfig
 from services.node_agent.runtime import workdir
 from services.node_agent.service import NodeAgentService, make_service

@@ -27,12 +27,12 @@ from test_node_agent_service import (  # the node agent's fixtures and helpers
 )
 
 from contracts.codec import encode_object
+from contracts.job_plugins import pod_environment, ssh
+from contracts.job_plugins.ssh import KeyPair
 from contracts.objects import Job, frozen_map
 from services.admission.job_secrets import job_secret
 from services.admission.keygen import KeyGenerationError, generate_key_pair
 from services.job_controller.core.expand import pod_for
-from services.job_controller.core.plugins import pod_environment, ssh
-from services.job_controller.core.plugins.ssh import KeyPair
 from services.node_agent.runtime import workdir
 from services.node_agent.ssh_keys import prepare_private_files
 from shared.bus.jetstream import Bus

@@ -14,13 +14,14 @@ from support.events import EventLog
 from support.work import calls
 
 from contracts.codec import encode_object
+from contracts.job_shape import default_job
 from contracts.objects import Container, Job, Node, ObjectMeta, PodSpec, PodTemplate, TaskSpec
 from contracts.resources import Resources
 from services.admission.context_core import AdmissionViewCore
 from services.binder.core.core import BinderCore
 from services.binder.state import BinderShellCore
 from services.job_controller.core.controller import ControllerCore
-from services.job_controller.core.expand import default_job, pod_for, podgroup_for
+from services.job_controller.core.expand import pod_for, podgroup_for
 from services.node_agent.agent_core import AgentCore
 from services.node_agent.core.core import NodeAgentCore
 from services.queue_controller.core.projection import ProjectedCore as QueueControllerCore

@@ -21,6 +21,7 @@ from contracts.objects import (
     frozen_map,
 )
 from contracts.objects_flow import CronJob, JobFlow, JobTemplate
+from contracts.podgroup_owner import OWNER, SUBMITTED
 from contracts.sim_annotations import object_errors as sim_annotation_errors
 from services.admission.core.command_rules import validate_command
 from services.admission.core.context import DEFAULT_SCHEDULER, ClusterContext, implicit_queues
@@ -35,7 +36,6 @@ from services.admission.core.priority_rules import validate_priority_class
 from services.admission.core.queue_hierarchy import validate_queue_hierarchy
 from services.admission.core.queue_rules import validate_queue_spec
 from services.admission.core.workload_rules import validate_cronjob, validate_jobflow, validate_jobtemplate
-from services.job_controller.core.plain.owner import OWNER, SUBMITTED
 
 
 @dataclass(frozen=True, slots=True)

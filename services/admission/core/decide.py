@@ -44,6 +44,7 @@ from contracts.objects_flow import (
     JobTemplate,
     JobTemplateStatus,
 )
+from contracts.podgroup_owner import owner_pod
 from services.admission.core.admit import admit, describe, validate_meta
 from services.admission.core.command_rules import target_key, validate_command
 from services.admission.core.context import ClusterContext
@@ -51,7 +52,6 @@ from services.admission.core.immutable import changed_fields
 from services.admission.core.implicit_podgroup import GROUP_NAME
 from services.admission.core.name_claims import claim_errors, job_of_pod
 from services.admission.core.queue_hierarchy import validate_queue_delete
-from services.job_controller.core.plain.owner import owner_pod
 
 CREATE, UPDATE, APPLY, DELETE, COMMAND = "create", "update", "apply", "delete", "command"
 OPERATIONS = (CREATE, UPDATE, APPLY, DELETE, COMMAND)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from contracts.objects import NetworkTopologySpec, ObjectMeta, Pod, PodGroup, frozen_map
+from contracts.podgroup_owner import OWNER, owned_by_pod
 from services.admission.core.context import DEFAULT_QUEUE, DEFAULT_SCHEDULER
-from services.job_controller.core.plain.owner import OWNER, owned_by_pod
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"

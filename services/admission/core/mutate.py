@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from contracts.job_shape import default_job
 from contracts.objects import Job, PodGroup, Queue, TaskSpec, frozen_map
 from services.admission.core.context import DEFAULT_QUEUE, DEFAULT_SCHEDULER, ClusterContext
-from services.job_controller.core.expand import default_job
 
 HIERARCHY = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"

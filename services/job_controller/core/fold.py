@@ -14,9 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from contracts import codec, payloads
-from contracts.objects import Job, PodGroup, PriorityClass
-from services.job_controller.core import lifecycle, pod_lifecycle, policies
-from services.job_controller.core.expand import (
+from contracts.job_shape import (
     JOB_NAME,
     JOB_RETRY_COUNT,
     JOB_VERSION,
@@ -25,7 +23,9 @@ from services.job_controller.core.expand import (
     TASK_SPEC,
     default_job,
 )
-from services.job_controller.core.plain.owner import is_plain
+from contracts.objects import Job, PodGroup, PriorityClass
+from contracts.podgroup_owner import is_plain
+from services.job_controller.core import lifecycle, pod_lifecycle, policies
 from services.job_controller.core.state import (
     Cause,
     JobRecord,

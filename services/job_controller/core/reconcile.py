@@ -30,9 +30,9 @@ import msgspec
 
 from contracts import payloads
 from contracts.events import JOB_CONTROLLER
+from contracts.job_shape import pod_name
 from contracts.objects import Job
 from services.job_controller.core import lifecycle, render
-from services.job_controller.core.expand import pod_name
 from services.job_controller.core.phase import FINAL_PHASES
 from services.job_controller.core.state import (
     POD_PHASES,

@@ -12,32 +12,27 @@ the objects' encoding.
 
 The memo is keyed by the job's key and checked by the Job value's identity (the record holds a new Job
 value once its spec changes, and the memo keeps the old one alive, so an identity is never reused while
-it is checked). It is bounded: the oldest job is dropped beyond `MEMO_JOBS`. It is a cache of a pure
-function of the state, so nothing a render or a reconcile decides depends on what it holds.
+it is checked). It is bounded: beyond `MEMO_JOBS` the job rendered least recently is dropped (a job
+that is still running keeps being rendered, a finished one is not: dropping the oldest inserted instead
+re-encoded every job of a burst larger than the bound over and over). It is a cache of a pure function
+of the state, so nothing a render or a reconcile decides depends on what it holds.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from contracts import codec, payloads
+from contracts.job_shape import JOB_RETRY_COUNT, JOB_VERSION, PARTITION_ID, POD_GENERATION, TASK_INDEX
 from contracts.objects import Job, JobState, PodGroupCondition, PodStatus, PriorityClass, TaskSpec
-from services.job_controller.core.expand import (
-    JOB_RETRY_COUNT,
-    JOB_VERSION,
-    PARTITION_ID,
-    POD_GENERATION,
-    TASK_INDEX,
-    partition_id,
-    pod_for,
-    podgroup_for,
-)
+from services.job_controller.core.expand import partition_id, pod_for, podgroup_for
 from services.job_controller.core.state import POD_PHASES, JobRecord
 
 Doc = dict[str, Any]
-MEMO_JOBS = 1024  # jobs whose encoded spec parts are kept (about 12 kB each with a few tasks)
+MEMO_JOBS = 4096  # jobs whose encoded spec parts are kept (about 12 kB each with a few tasks)
 _PENDING = codec.encode(PodStatus())
 _PENDING_JOB = codec.encode(JobState(phase="Pending"))
 
@@ -58,14 +53,17 @@ class _Encoded:
 class _Memo:
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.jobs: dict[str, _Encoded] = {}
+        # least recently used first; an OrderedDict moves and drops its ends in O(1), where a dict's
+        # first key is found by skipping every slot deleted before it
+        self.jobs: OrderedDict[str, _Encoded] = OrderedDict()
 
     def of(self, key: str, job: Job) -> _Encoded:
         encoded = self.jobs.get(key)
         if encoded is None or encoded.job is not job:
             if encoded is None and len(self.jobs) >= self.limit:
-                del self.jobs[next(iter(self.jobs))]  # the oldest
+                self.jobs.popitem(last=False)
             encoded = self.jobs[key] = _Encoded(job, codec.encode(job))
+        self.jobs.move_to_end(key)
         return encoded
 
 

@@ -37,8 +37,8 @@ from typing import Any
 from contracts import payloads
 from contracts.codec import decode, decode_object, encode_object
 from contracts.events import NODE_AGENT
+from contracts.job_shape import JOB_NAME
 from contracts.objects import Node, Pod
-from services.job_controller.core.expand import JOB_NAME
 from services.node_agent.core.state import (
     DELETED,
     ENDED,

@@ -22,10 +22,10 @@ import asyncio
 from collections.abc import Hashable, Mapping
 from typing import NamedTuple
 
+from contracts.job_shape import POD_GENERATION
 from contracts.objects import FROZEN_EMPTY, Node, ObjectMeta, Pod, frozen_map
 from contracts.resources import Resources
 from contracts.sim_annotations import SIM_PREFIX
-from services.job_controller.core.expand import POD_GENERATION
 from services.node_agent.core.state import EXITED, STARTED, STOPPED, Observation
 from services.node_agent.node_labels import node_labels
 from services.simulator.nodes import START_ERROR_CODE

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from admission_manifests import context, job_doc, parse, podgroup_doc, queue_doc, task
 
+from contracts.job_shape import default_job
 from contracts.objects import Job, PodGroup, Queue
 from services.admission.core.mutate import mutate_job, mutate_podgroup, mutate_queue
-from services.job_controller.core.expand import default_job
 
 
 def _job(**spec: Any) -> Job:

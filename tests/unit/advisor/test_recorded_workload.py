@@ -8,10 +8,11 @@ from typing import Any
 import yaml
 
 from contracts.codec import encode_object
+from contracts.job_shape import default_job
 from contracts.objects import Job
 from contracts.parse import load_documents
 from services.advisor.recorded import recorded_workload
-from services.job_controller.core.expand import default_job, pod_for
+from services.job_controller.core.expand import pod_for
 from services.scheduler.core.conf import default_conf
 from services.simulator.engine import simulate
 from shared.client_reads import RawEvent

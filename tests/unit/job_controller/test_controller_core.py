@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from support.core_log import CoreLog
 
 from contracts import codec, payloads
+from contracts.job_shape import JOB_RETRY_COUNT, POD_GENERATION
 from contracts.objects import (
     Container,
     Job,
@@ -29,7 +30,6 @@ from contracts.objects import (
 )
 from contracts.resources import Resources
 from services.job_controller.core.core import JobControllerCore
-from services.job_controller.core.expand import JOB_RETRY_COUNT, POD_GENERATION
 from services.job_controller.core.objects import job_object
 from services.job_controller.core.reconcile import status_fact
 from services.job_controller.core.state import JobRecord, retally

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from contracts.job_shape import default_job
 from contracts.objects import (
     Container,
     Job,
@@ -21,12 +22,7 @@ from contracts.objects import (
 )
 from contracts.pending import expected_run_seconds
 from contracts.resources import Resources
-from services.job_controller.core.expand import (
-    default_job,
-    min_resources,
-    pod_for,
-    podgroup_for,
-)
+from services.job_controller.core.expand import min_resources, pod_for, podgroup_for
 
 CLASSES = {
     "high": PriorityClass(ObjectMeta("high", ""), value=100),

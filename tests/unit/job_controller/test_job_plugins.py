@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
+from contracts.job_plugins import pod_environment
+from contracts.job_plugins.common import go_flags, task_index
+from contracts.job_plugins.svc import config_entries, hosts_file
+from contracts.job_shape import default_job
 from contracts.objects import Container, Job, ObjectMeta, Pod, PodSpec, PodTemplate, TaskSpec, frozen_map
-from services.job_controller.core.expand import default_job, pod_for
-from services.job_controller.core.plugins import pod_environment
-from services.job_controller.core.plugins.common import go_flags, task_index
-from services.job_controller.core.plugins.svc import config_entries, hosts_file
+from services.job_controller.core.expand import pod_for
 
 POD_DIR = "/data/pods/default/pod"
 

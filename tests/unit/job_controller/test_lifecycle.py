@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from support.core_log import CoreLog
 
 from contracts import codec, payloads
+from contracts.job_shape import JOB_RETRY_COUNT, JOB_VERSION, POD_GENERATION
 from contracts.objects import (
     Container,
     DependsOn,
@@ -32,7 +33,6 @@ from contracts.objects import (
 )
 from contracts.resources import Resources
 from services.job_controller.core.core import CHECKPOINT_VERSION, JobControllerCore, to_plain
-from services.job_controller.core.expand import JOB_RETRY_COUNT, JOB_VERSION, POD_GENERATION
 from services.job_controller.core.objects import job_object
 from services.job_controller.core.state import JobRecord, retally
 from shared.runner_types import Event, Output

@@ -14,12 +14,13 @@ from support.work import calls
 
 from contracts import codec
 from contracts.codec import encode_object
+from contracts.job_shape import default_job
 from contracts.objects import Container, Job, ObjectMeta, PodGroup, PodSpec, PodTemplate, TaskSpec
+from contracts.podgroup_owner import OWNER, owned_by_pod
 from contracts.resources import Resources
 from services.job_controller.core.controller import ControllerCore, ControllerState
-from services.job_controller.core.expand import default_job, pod_for, podgroup_for
+from services.job_controller.core.expand import pod_for, podgroup_for
 from services.job_controller.core.plain import fold as plain_fold
-from services.job_controller.core.plain.owner import OWNER, owned_by_pod
 from shared.runner_types import Event
 
 NS = "team-a"

@@ -12,10 +12,11 @@ import pytest
 from support.events import EventLog
 
 from contracts.codec import encode_object
+from contracts.job_shape import default_job
 from contracts.objects import Container, Job, ObjectMeta, PodSpec, PodTemplate, TaskSpec
 from contracts.resources import Resources
 from services.job_controller.core.controller import ControllerCore
-from services.job_controller.core.expand import default_job, pod_for, podgroup_for
+from services.job_controller.core.expand import pod_for, podgroup_for
 from shared.projected_core import ObjectKey
 from shared.runner.read_model import FLUSH_COST_FACTOR, MAX_FLUSH_WAIT_S, flush_wait
 from shared.runner_types import Event

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from contracts import codec
+from contracts.job_shape import default_job
 from contracts.objects import (
     Container,
     Job,
@@ -23,7 +24,7 @@ from contracts.objects import (
 )
 from contracts.resources import Resources
 from services.job_controller.core import render
-from services.job_controller.core.expand import default_job, pod_for
+from services.job_controller.core.expand import pod_for
 from services.job_controller.core.objects import job_object, pod_object, podgroup_object
 from services.job_controller.core.projection import ObjectKey, Projected, ProjectedCore
 from services.job_controller.core.state import pod_key
@@ -201,6 +202,18 @@ def test_the_memo_keeps_at_most_its_limit_of_jobs() -> None:
     renewed = default_job(gang("g3", workers=5))
     assert memo.of(f"{NS}/g3", renewed).job is renewed  # a new spec replaces its job's parts
     assert len(memo.jobs) == 3
+
+
+def test_the_memo_drops_the_job_rendered_least_recently() -> None:
+    """A burst of more running jobs than the limit: the jobs still being rendered keep their parts."""
+    memo = render._Memo(3)
+    jobs = {name: default_job(gang(name)) for name in ("busy", "a", "b", "c", "d")}
+    busy = memo.of(f"{NS}/busy", jobs["busy"])
+    for name in ("a", "b", "c", "d"):
+        assert memo.of(f"{NS}/busy", jobs["busy"]) is busy  # still rendered between the others
+        memo.of(f"{NS}/{name}", jobs[name])
+    assert memo.of(f"{NS}/busy", jobs["busy"]) is busy
+    assert list(memo.jobs) == [f"{NS}/c", f"{NS}/d", f"{NS}/busy"]
 
 
 @pytest.mark.parametrize("index", [0, 1, 2, 5, 7])

@@ -7,11 +7,9 @@ from typing import Any
 
 import pytest
 
-from contracts.objects import Container, Job, ObjectMeta, PodSpec, PodTemplate, TaskSpec, frozen_map
-from services.job_controller.core.expand import default_job, pod_for
-from services.job_controller.core.plugins import pod_environment
-from services.job_controller.core.plugins.common import PluginInput
-from services.job_controller.core.plugins.ssh import (
+from contracts.job_plugins import pod_environment
+from contracts.job_plugins.common import PluginInput
+from contracts.job_plugins.ssh import (
     Flags,
     KeyPair,
     contribute,
@@ -20,6 +18,9 @@ from services.job_controller.core.plugins.ssh import (
     private_files,
     ssh_config,
 )
+from contracts.job_shape import default_job
+from contracts.objects import Container, Job, ObjectMeta, PodSpec, PodTemplate, TaskSpec, frozen_map
+from services.job_controller.core.expand import pod_for
 
 POD_DIR = "/data/pods/default/pod"
 KEYS = KeyPair(

@@ -14,10 +14,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from contracts.codec import encode_object
+from contracts.job_plugins.ssh import KeyPair
+from contracts.job_shape import default_job
 from contracts.objects import Container, Job, Node, ObjectMeta, PodSpec, PodTemplate, TaskSpec, frozen_map
 from contracts.resources import Resources
-from services.job_controller.core.expand import default_job, pod_for
-from services.job_controller.core.plugins.ssh import KeyPair
+from services.job_controller.core.expand import pod_for
 from services.node_agent.agent_core import AgentCore, AgentView, SecretNotOpened
 from services.node_agent.core.core import NodeAgentCore
 from services.node_agent.logs_api import PodLogs, answer, read_chunk

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from support.work import calls
 
+from contracts.job_shape import POD_GENERATION
 from contracts.objects import Container, ObjectMeta, Pod, PodSpec, frozen_map
 from contracts.resources import Resources
 from contracts.sim_annotations import SIM_DURATION, SIM_EXIT_CODE
-from services.job_controller.core.expand import POD_GENERATION
 from services.node_agent.core.state import Observation
 from services.node_agent.runtime.base import Runtime
 from services.node_agent.runtime.sim import RunShape, SimRuntime, hollow_nodes, run_shape, shape_key

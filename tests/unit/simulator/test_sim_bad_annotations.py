@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.job_shape import POD_GENERATION
 from contracts.objects import Container, ObjectMeta, Pod, PodSpec, frozen_map
 from contracts.parse import load_documents
 from contracts.sim_annotations import SIM_BARRIER, SIM_DURATION, SIM_EXIT_CODE, SIM_USAGE
-from services.job_controller.core.expand import POD_GENERATION
 from services.scheduler.core.conf import default_conf
 from services.simulator.engine import simulate
 from services.simulator.world import DEFAULT_DURATION_S, pod_duration, pod_exit_code, start_problem

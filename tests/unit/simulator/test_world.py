@@ -11,6 +11,7 @@ import pytest
 
 from contracts import payloads
 from contracts.events import BINDER
+from contracts.job_shape import POD_GENERATION
 from contracts.objects import (
     Container,
     Job,
@@ -25,7 +26,6 @@ from contracts.objects import (
 from contracts.resources import Resources
 from contracts.sim_annotations import SIM_ARRIVAL, SIM_BARRIER, SIM_DURATION, SIM_EXIT_CODE
 from contracts.typed_events import decode_payload
-from services.job_controller.core.expand import POD_GENERATION
 from services.scheduler.core.framework.plan import PodGroupUpdate, SessionResult
 from services.simulator.cluster import SimCluster
 from services.simulator.jobs import transition_reason

@@ -12,12 +12,12 @@ from dataclasses import replace
 from typing import TypeVar
 
 from contracts import codec, payloads
+from contracts.job_shape import JOB_NAME
 from contracts.objects import ObjectMeta, Pod, PodGroup
 from contracts.payloads import EncodedObject
+from contracts.podgroup_owner import is_plain, may_be_plain, owner_pod
 from services.job_controller.core import pod_lifecycle
-from services.job_controller.core.expand import JOB_NAME
 from services.job_controller.core.objects import podgroup_conditions
-from services.job_controller.core.plain.owner import is_plain, may_be_plain, owner_pod
 from services.job_controller.core.plain.state import (
     PlainGroup,
     PlainPod,

@@ -18,8 +18,8 @@ from dataclasses import replace
 
 from contracts import codec, payloads
 from contracts.events import JOB_CONTROLLER
+from contracts.job_shape import QUEUE_NAME
 from contracts.objects import PodGroupStatus, PodStatus, frozen_map
-from services.job_controller.core.expand import QUEUE_NAME
 from services.job_controller.core.plain.state import PlainGroup, PlainPod, PlainState, own_group
 from shared.projected_core import ObjectKey
 from shared.runner_types import Output, deterministic_id

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from contracts.job_shape import GROUP_NAME
 from contracts.objects import Pod, PodGroup, PodGroupCondition, PodStatus
-from services.job_controller.core.expand import GROUP_NAME
 from services.job_controller.core.pod_lifecycle import FINISHED_POD_PHASES, gone
 from services.job_controller.core.state import Cause
 

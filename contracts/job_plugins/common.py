@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from contracts.job_shape import TASK_INDEX, TASK_SPEC, pod_name
 from contracts.objects import Job, Pod, TaskSpec
-from services.job_controller.core.expand import TASK_INDEX, TASK_SPEC, pod_name
 
 # Where Volcano mounts the svc plugin's ConfigMap, relative to the pod's directory here (see svc.py)
 HOSTS_DIR = "etc/volcano"

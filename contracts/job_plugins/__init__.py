@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 
+from contracts.job_plugins import env, mpi, pytorch, ssh, svc
+from contracts.job_plugins.common import HOSTS_DIR, Contribution, PluginInput
 from contracts.objects import Job, Pod
-from services.job_controller.core.plugins import env, mpi, pytorch, ssh, svc
-from services.job_controller.core.plugins.common import HOSTS_DIR, Contribution, PluginInput
 
 Plugin = Callable[[PluginInput], Contribution]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.job_controller.core.plugins.common import Contribution, PluginInput, task_index
+from contracts.job_plugins.common import Contribution, PluginInput, task_index
 
 VC_TASK_INDEX = "VC_TASK_INDEX"
 VK_TASK_INDEX = "VK_TASK_INDEX"  # the name from Volcano's days as "Volcano Kubernetes", still injected

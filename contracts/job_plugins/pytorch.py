@@ -9,7 +9,7 @@ on each container; processes here share the machine's ports, so there is nothing
 
 from __future__ import annotations
 
-from services.job_controller.core.plugins.common import (
+from contracts.job_plugins.common import (
     Contribution,
     PluginInput,
     find_task,

@@ -33,9 +33,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from contracts.job_plugins.common import Contribution, PluginInput, go_flags
+from contracts.job_shape import pod_name
 from contracts.objects import Job
-from services.job_controller.core.expand import pod_name
-from services.job_controller.core.plugins.common import Contribution, PluginInput, go_flags
 
 NAME = "ssh"
 KEY_FILE_PATH = "ssh-key-file-path"

@@ -18,8 +18,8 @@ plugin's flags (`--publish-not-ready-addresses`, `--disable-network-policy`) cha
 
 from __future__ import annotations
 
+from contracts.job_plugins.common import HOSTS_DIR, Contribution, PluginInput, task_hosts
 from contracts.objects import Job
-from services.job_controller.core.plugins.common import HOSTS_DIR, Contribution, PluginInput, task_hosts
 
 VC_HOSTS_DIR = "VC_HOSTS_DIR"
 HOSTS_FILE = "hosts"
