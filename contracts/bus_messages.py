@@ -2,7 +2,7 @@
 
 Events have their payload classes (contracts/payloads.py); the envelope around them, plans, heartbeats,
 the admission API's requests and replies, the logs API and the NATS headers each message carries are
-written and read by codecs of their own (shared/bus/envelope.py, services/scheduler/plans.py,
+written and read by codecs of their own (shared/bus/envelope.py, contracts/plans.py,
 shared/bus/heartbeats.py, services/admission/api.py, services/node_agent/logs_api.py). These Structs say
 what those codecs write and accept, so that contracts/schema_gen.py derives their JSON Schemas from types
 as it does for events; tests/unit/contracts/test_schemas_messages.py checks every codec's real output

@@ -13,6 +13,9 @@ from dataclasses import replace
 from contracts.objects import Job
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
+# a pod's queue when it names one (Volcano's annotation on plain pods), and the queue of those that do not
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+DEFAULT_QUEUE = "default"
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"
 QUEUE_NAME = "volcano.sh/queue-name"

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from contracts.evictions import PREEMPT, RECLAIM, eviction_cause
-from services.scheduler.metrics import STAGE_BUCKETS
-from shared.telemetry.metrics import Registry, Rows, SeriesGroup, exponential_buckets
+from shared.telemetry.metrics import STAGE_BUCKETS, Registry, Rows, SeriesGroup, exponential_buckets
 
 # Volcano's eviction transaction actions (lahar has no gang-level preempt and reclaim actions)
 EVICTING_ACTIONS = frozenset({PREEMPT, RECLAIM, "gangpreempt", "gangreclaim"})

@@ -15,8 +15,7 @@ from typing import Annotated
 import msgspec
 
 from contracts.objects import PodGroupCondition
-from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate, Reservation
-from services.scheduler.plans import PlanMessage, decode_plan
+from contracts.plans import Bind, Eviction, PlanMessage, PodGroupUpdate, Reservation, decode_plan
 
 Name = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]

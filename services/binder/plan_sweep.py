@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import nats.js.errors
 import structlog
 
+from contracts.plans import PlanError
 from services.binder.core.core import rejection
 from services.binder.core.verify import Verdict
 from services.binder.plan_reader import read_plan
-from services.scheduler.plans import PlanError
 from shared.bus.errors import BusError
 from shared.bus.jetstream import Bus
 from shared.bus.poison import dead_letter_record

@@ -32,6 +32,7 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from contracts import payloads
 from contracts.bus_messages import DeadLetterReason
+from contracts.plans import PUBLISHED_AT_HEADER, PlanError, PlanMessage
 from services.binder.config import BinderConfig
 from services.binder.core.core import BinderCore, committed_together, has_pod_events, plan_outputs, rejection
 from services.binder.core.verify import Verdict
@@ -41,8 +42,6 @@ from services.binder.plan_reader import read_plan
 from services.binder.plan_sweep import abandoned_plans, plan_retry_delay, settle_abandoned
 from services.binder.read_model import NodeWriter
 from services.binder.state import BinderShellCore, BinderShellState, remember_answered
-from services.scheduler.plans import PlanError, PlanMessage
-from services.scheduler.publish import PUBLISHED_AT_HEADER
 from shared.bus.consumers import ConsumerSpec, Delivery, DurableConsumer
 from shared.bus.errors import BusError
 from shared.bus.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat

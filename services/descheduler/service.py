@@ -23,6 +23,7 @@ from opentelemetry.trace import Tracer
 
 from contracts.cron import next_time
 from contracts.events import DESCHEDULER
+from contracts.plans import Eviction, PlanMessage
 from services.descheduler.config import DeschedulerConfig
 from services.descheduler.core.core import DeschedulerCore
 from services.descheduler.core.plan import DeschedulingResult, plan_evictions
@@ -30,11 +31,10 @@ from services.descheduler.core.policy import LAHAR_METRICS, LOAD_AWARE, Deschedu
 from services.descheduler.core.usage import NodeLoad
 from services.descheduler.metrics import DeschedulerMetrics
 from services.descheduler.usage_sources import SupportsLatest, UsageSource, UsageUnavailable, source_for
-from services.scheduler.core.framework.plan import Eviction
-from services.scheduler.plans import PlanMessage, plan_id
-from services.scheduler.publish import PlanNotSent, publish_plan
 from shared.bus.jetstream import Bus
 from shared.bus.streams import plans_stream
+from shared.plan_ids import plan_id
+from shared.plan_publish import PlanNotSent, publish_plan
 from shared.runner import EventSourcedService
 from shared.service import connect_bus, connect_etcd
 from shared.store.etcd import Etcd

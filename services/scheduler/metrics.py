@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.framework.stats import SessionStats
 from services.scheduler.exported import QUEUE_FIGURES
-from shared.telemetry.metrics import Registry, Rows, SeriesGroup, exponential_buckets_range
+from shared.telemetry.metrics import STAGE_BUCKETS, Registry, Rows, SeriesGroup, exponential_buckets_range
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,6 @@ ACTION_BUCKETS = exponential_buckets_range(1, 2000, 20)
 PLUGIN_BUCKETS = exponential_buckets_range(0.1, 100, 15)
 JOB_BUCKETS = exponential_buckets_range(100, 120000, 30)
 TASK_BUCKETS = exponential_buckets_range(50, 60000, 30)
-STAGE_BUCKETS = exponential_buckets_range(0.1, 500, 20)
 # Volcano's task stage of a pod a session placed (Watched and Bound: services/scheduler/view.py)
 ASSUMED = "Assumed"
 

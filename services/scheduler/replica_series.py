@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from contracts.plans import PlanMessage
 from services.scheduler.core.framework.plan import QueueUpdate, SessionResult
 from services.scheduler.exported import JobBook, Series, exported_jobs, job_series, queue_series
 from services.scheduler.metrics import ASSUMED, SchedulerMetrics
 from services.scheduler.ownership import Owned
 from services.scheduler.pending_book import PendingBook, pending_series
-from services.scheduler.plans import PlanMessage
 from services.scheduler.view import SchedulerView
 
 

@@ -25,18 +25,19 @@ import structlog
 from opentelemetry.trace import Tracer
 
 from contracts.objects import PodGroupStatus
+from contracts.plans import PlanMessage
 from services.scheduler.core.conf import SchedulerConf, default_conf
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.framework.session import Session
 from services.scheduler.focus import session_focus
 from services.scheduler.metrics import SchedulerMetrics, session_outcome
 from services.scheduler.ownership import Ownership
-from services.scheduler.plans import PlanMessage, build_plans
-from services.scheduler.publish import publish_plans
+from services.scheduler.plans import build_plans
 from services.scheduler.replica_series import ReplicaSeries
 from services.scheduler.state import SchedulerState, ViewCore
 from shared.bus.jetstream import Bus
 from shared.bus.streams import plans_stream
+from shared.plan_publish import publish_plans
 from shared.ring import Ring
 from shared.runner import EventSourcedService, RunnerConfig
 from shared.store.etcd import Etcd

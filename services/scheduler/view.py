@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from contracts.job_shape import DEFAULT_QUEUE
 from contracts.objects import (
     HyperNode,
     Node,
@@ -31,12 +32,11 @@ from contracts.objects import (
     PriorityClass,
     Queue,
 )
-from services.scheduler.core.framework.plan import PodGroupUpdate
+from contracts.plans import PlanMessage, PodGroupUpdate
 from services.scheduler.core.live import LiveObjects
 from services.scheduler.core.model.node_base import NodeRows
-from services.scheduler.core.snapshot import DEFAULT_QUEUE, ClusterSnapshot, podgroup_key
+from services.scheduler.core.snapshot import ClusterSnapshot, podgroup_key
 from services.scheduler.evolve import evolve
-from services.scheduler.plans import PlanMessage
 from services.scheduler.pod_decode import PodDecoder
 from services.scheduler.view_events import (
     CAPACITY,

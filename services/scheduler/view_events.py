@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from contracts import payloads
 from contracts.objects import HyperNode, Node, Pod, PodGroup, PriorityClass, Queue
 from contracts.payloads import ObjectPayload, podgroup_condition
-from services.scheduler.core.framework.plan import PodGroupUpdate
+from contracts.plans import PodGroupUpdate
 from services.scheduler.core.live import FINISHED_POD_PHASES
 from services.scheduler.evolve import evolve
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from contracts.events import BINDER, DESCHEDULER
 from contracts.objects import Node
+from contracts.plans import Eviction, PlanMessage
 from services.binder.core.core import plan_outputs
 from services.descheduler.core.core import DeschedulerCore
 from services.descheduler.core.evictor import JOB_NAME, Settings
@@ -31,9 +32,8 @@ from services.descheduler.core.plan import DeschedulingResult, plan_evictions
 from services.descheduler.core.policy import LOAD_AWARE, DeschedulerPolicy
 from services.descheduler.core.usage import NodeLoad, sample_load
 from services.descheduler.core.view import ClusterView, PodRecord
-from services.scheduler.core.framework.plan import Eviction
-from services.scheduler.plans import PlanMessage, plan_id
 from services.simulator.cluster import SimCluster
+from shared.plan_ids import plan_id
 from shared.usage.book import UsageBook
 
 DEFAULT_INTERVAL_S = 600.0  # Volcano's descheduler runs every 10 minutes unless told otherwise

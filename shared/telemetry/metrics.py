@@ -95,6 +95,11 @@ def exponential_buckets_range(low: float, high: float, count: int) -> tuple[floa
     return tuple(low * factor**i for i in range(count))
 
 
+# volcano_scheduling_stage_duration_milliseconds: one histogram family that two services write (the
+# scheduler its Predicate and Scoring stages, the binder PreBind and Bind), so one set of buckets
+STAGE_BUCKETS = exponential_buckets_range(0.1, 500, 20)
+
+
 class _Unlabelled:
     """`labels()` with no values on a metric without labels is the metric itself (the hand-written
     registry allowed it, and code reads `metric.labels().value` either way)."""

@@ -18,9 +18,9 @@ from support.log_records import subjects_and_envelopes
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
 from contracts.objects import Pod
+from contracts.plans import PlanMessage, encode_plan
 from services.binder.service import BinderConfig, BinderService
 from services.scheduler.core.conf import SchedulerConf
-from services.scheduler.plans import PlanMessage, encode_plan
 from services.scheduler.service import SchedulerConfig, SchedulerService
 from shared.bus.envelope import Envelope
 from shared.bus.heartbeats import Heartbeat, encode_heartbeat, heartbeat_subject

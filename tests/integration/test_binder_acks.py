@@ -12,8 +12,7 @@ from binder_stack import Heartbeats, Stack, bound_exactly, created, no_plans_lef
 from support.builders import gang, node
 from support.waiting import Eventually
 
-from services.scheduler.core.framework.plan import Bind
-from services.scheduler.plans import PlanMessage
+from contracts.plans import Bind, PlanMessage
 from shared.bus.consumers import Delivery
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM

@@ -26,9 +26,8 @@ from nats.js import api
 from support.builders import gang, node
 from support.waiting import Eventually
 
+from contracts.plans import Bind, PlanMessage
 from services.binder.service import BinderConfig, BinderService
-from services.scheduler.core.framework.plan import Bind
-from services.scheduler.plans import PlanMessage
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM
 from shared.telemetry.metrics import Registry

@@ -16,13 +16,12 @@ from binder_stack import Stack, created, of_type, read_log, send_plan
 from support.builders import node, pod, podgroup, res
 from support.waiting import Eventually
 
+from contracts.plans import Bind, PlanMessage
 from contracts.usage import NodeUsage, PodUsage
 from services.descheduler.config import DeschedulerConfig
 from services.descheduler.core.usage import NodeLoad
 from services.descheduler.service import DeschedulerService
 from services.descheduler.usage_sources import LaharUsage
-from services.scheduler.core.framework.plan import Bind
-from services.scheduler.plans import PlanMessage
 from shared.bus.jetstream import Bus
 from shared.store.etcd import Etcd
 from shared.telemetry.metrics import Registry

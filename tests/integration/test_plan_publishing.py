@@ -7,12 +7,11 @@ import dataclasses
 
 from opentelemetry import trace
 
-from services.scheduler.core.framework.plan import Bind
-from services.scheduler.plans import PlanMessage, decode_plan
-from services.scheduler.publish import publish_plans
+from contracts.plans import Bind, PlanMessage, decode_plan
 from shared.bus.jetstream import Bus
 from shared.bus.streams import plans_stream
 from shared.bus.subjects import PLANS_STREAM
+from shared.plan_publish import publish_plans
 
 _TRACER = trace.get_tracer("test")
 

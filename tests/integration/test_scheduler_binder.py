@@ -34,10 +34,9 @@ from support.builders import gang, node
 from support.waiting import Eventually
 
 from contracts.objects import Pod
+from contracts.plans import Bind, PlanMessage, PodGroupUpdate
 from services.binder.core.core import BinderCore
 from services.binder.core.verify import Verdict
-from services.scheduler.core.framework.plan import Bind, PodGroupUpdate
-from services.scheduler.plans import PlanMessage
 from services.scheduler.service import SchedulerService
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import EVENTS_STREAM, PLANS_STREAM, plan_subject

@@ -16,6 +16,7 @@ from support.work import calls
 from contracts.codec import encode_object
 from contracts.job_shape import default_job
 from contracts.objects import Container, Job, Node, ObjectMeta, PodSpec, PodTemplate, TaskSpec
+from contracts.plans import Bind, PlanMessage
 from contracts.resources import Resources
 from services.admission.context_core import AdmissionViewCore
 from services.binder.core.core import BinderCore
@@ -25,8 +26,6 @@ from services.job_controller.core.expand import pod_for, podgroup_for
 from services.node_agent.agent_core import AgentCore
 from services.node_agent.core.core import NodeAgentCore
 from services.queue_controller.core.projection import ProjectedCore as QueueControllerCore
-from services.scheduler.core.framework.plan import Bind
-from services.scheduler.plans import PlanMessage
 from services.scheduler.state import ViewCore
 from shared.runner_types import Event
 

@@ -19,9 +19,6 @@ SERVICES = (
 )
 # (importer, imported package): why it still crosses
 STILL_CROSSING = {
-    # the plan message and its stream's headers are the scheduler's wire format, not yet in contracts/
-    ("binder", "scheduler"): "plans",
-    ("descheduler", "scheduler"): "plans",
     # hollow nodes are the simulator's node model run by a real agent
     ("node_agent", "simulator"): "hollow nodes",
 }

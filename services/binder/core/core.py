@@ -20,6 +20,7 @@ from typing import Any
 import msgpack
 
 from contracts import payloads
+from contracts.plans import PlanMessage, PodGroupUpdate, plan_from_plain, plan_to_plain
 from services.binder.core import liveness as live
 from services.binder.core.ledger import (
     Ledger,
@@ -31,8 +32,6 @@ from services.binder.core.ledger import (
     split_key,
 )
 from services.binder.core.verify import Verdict, verify
-from services.scheduler.core.framework.plan import PodGroupUpdate
-from services.scheduler.plans import PlanMessage, plan_from_plain, plan_to_plain
 from shared.runner_types import Event, Output, deterministic_id
 
 BINDER = live.BINDER

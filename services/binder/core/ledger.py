@@ -18,12 +18,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from contracts import payloads
+from contracts.bundles import GROUP_NAME_ANNOTATION
+from contracts.job_shape import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
 from contracts.objects import Node, Queue
 from contracts.payloads import ObjectPayload, Payload, decode_as
 from contracts.resources import CPU, MEMORY, PODS
 from services.binder.core.object_facts import PodFacts, PodGroupFacts, facts
 from services.binder.core.stale_reservations import stale_reservations
-from services.scheduler.core.snapshot import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
 from shared.runner_types import Event
 
 DEFAULT_MAX_PODS = 110

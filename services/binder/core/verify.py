@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from contracts.plans import PlanMessage
 from services.binder.core.ledger import Ledger
-from services.scheduler.plans import PlanMessage
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,15 +15,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts.bundles import GROUP_NAME_ANNOTATION
+from contracts.job_shape import DEFAULT_QUEUE
 from contracts.objects import HyperNode, Node, ObjectMeta, Pod, PodGroup, PriorityClass, Queue
 from contracts.usage import NodeUsage
 from services.scheduler.core.model.facts import TaskFacts, task_facts
 from services.scheduler.core.model.node_base import NodeBase
 
-DEFAULT_QUEUE = "default"
 ROOT_QUEUE = "root"
-QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,9 @@ from support.builders import node, pod, podgroup, queue, res
 from support.events import EventLog
 
 from contracts.objects import Node, ObjectMeta
+from contracts.plans import Bind, PlanMessage, PodGroupUpdate
 from services.binder.core.core import BinderCore, BinderState
 from services.binder.core.ledger import Ledger, apply_event
-from services.scheduler.core.framework.plan import Bind, PodGroupUpdate
-from services.scheduler.plans import PlanMessage
 
 GIB = 1024**3 * 1000  # milli-units
 

@@ -13,9 +13,17 @@ from hypothesis import strategies as st
 from support.work import calls
 
 from contracts.objects import PodGroupCondition
+from contracts.plans import (
+    Bind,
+    Eviction,
+    PlanError,
+    PlanMessage,
+    PodGroupUpdate,
+    Reservation,
+    decode_plan,
+    encode_plan,
+)
 from services.binder.plan_reader import read_plan
-from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate, Reservation
-from services.scheduler.plans import PlanError, PlanMessage, decode_plan, encode_plan
 
 names = st.text(min_size=1, max_size=12)
 counts = st.integers(min_value=0, max_value=2**40)

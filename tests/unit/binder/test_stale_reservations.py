@@ -9,11 +9,10 @@ from support.builders import node, pod, podgroup
 from support.events import EventLog
 
 from contracts import payloads
+from contracts.plans import Bind, Eviction, PlanMessage, Reservation
 from services.binder.core.core import BinderCore, BinderState
 from services.binder.core.ledger import ledger_from_plain, ledger_to_plain
 from services.binder.core.verify import verify
-from services.scheduler.core.framework.plan import Bind, Eviction, Reservation
-from services.scheduler.plans import PlanMessage
 
 
 def preempted() -> tuple[BinderCore, BinderState, EventLog]:

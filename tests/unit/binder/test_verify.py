@@ -8,11 +8,11 @@ from support.builders import gang, node, pod, podgroup, queue, res
 from support.events import EventLog
 
 from contracts import payloads
+from contracts.plans import Bind, Eviction, PlanMessage, PodGroupUpdate, decode_plan, encode_plan
 from services.binder.core.core import BinderCore, BinderState
 from services.binder.core.verify import verify
-from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate
 from services.scheduler.core.framework.session import run_session
-from services.scheduler.plans import PlanMessage, build_plans, decode_plan, encode_plan
+from services.scheduler.plans import build_plans
 from services.scheduler.view import SchedulerView
 
 

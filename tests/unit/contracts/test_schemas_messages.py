@@ -15,14 +15,13 @@ from support.schemas import load, problems
 from contracts import bus_messages
 from contracts.errors import FieldError
 from contracts.objects import PodGroupCondition
+from contracts.plans import Bind, Eviction, PlanError, PlanMessage, PodGroupUpdate, decode_plan, plan_to_plain
 from contracts.schema_gen import message_path
 from services.admission.api import command_requests, delete_requests, reply
 from services.admission.context_core import Outcome, Plan
 from services.admission.core.tenants import Tenant, parse_tenant
 from services.admission.intake import Invalid
 from services.node_agent.logs_api import PodLogs, answer
-from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate
-from services.scheduler.plans import PlanError, PlanMessage, decode_plan, plan_to_plain
 from shared.bus import heartbeats, poison
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.jetstream import _headers

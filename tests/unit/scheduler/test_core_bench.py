@@ -7,10 +7,11 @@ from collections import Counter
 import pytest
 from support.builders import node, pod
 
+from contracts.plans import Bind
 from services.scheduler.bench.binder import BenchBinder
 from services.scheduler.bench.core_bench import run_bench
 from services.scheduler.core.framework import build
-from services.scheduler.core.framework.plan import Bind, Plan
+from services.scheduler.core.framework.plan import Plan
 from services.scheduler.core.model.node_base import NodeBase
 
 

@@ -22,6 +22,8 @@ PURE_FILES = [
     ROOT / "shared" / "projected_core.py",
     ROOT / "shared" / "ring.py",
     ROOT / "shared" / "name_uuid.py",
+    ROOT / "shared" / "plan_ids.py",
+    ROOT / "contracts" / "plans.py",
 ]
 # pure modules of the runtime library that cores may use
 ALLOWED_SHARED = {
@@ -30,6 +32,7 @@ ALLOWED_SHARED = {
     "shared.projected_core",
     "shared.usage.book",
     "shared.name_uuid",
+    "shared.plan_ids",
 }
 FORBIDDEN_MODULES = {
     "asyncio",

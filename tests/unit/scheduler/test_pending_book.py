@@ -4,8 +4,9 @@ it at scrape time: counted once, by the owner, until a session, the ring or a de
 from __future__ import annotations
 
 from contracts.pending import INSUFFICIENT_CLUSTER_CAPACITY, INSUFFICIENT_QUEUE_QUOTA, NEVER_FITS
+from contracts.plans import PodGroupUpdate
 from contracts.resources import Resources
-from services.scheduler.core.framework.plan import PendingSummary, PodGroupUpdate, SessionResult
+from services.scheduler.core.framework.plan import PendingSummary, SessionResult
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.pending_book import PendingBook, pending_series
 from shared.telemetry.metrics import Registry

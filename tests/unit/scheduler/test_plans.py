@@ -11,10 +11,11 @@ import pytest
 from support.builders import gang, node
 
 from contracts.objects import PodGroup
+from contracts.plans import PlanError, PlanMessage, decode_plan, encode_plan
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.framework.session import run_session
 from services.scheduler.core.snapshot import ClusterSnapshot
-from services.scheduler.plans import PlanError, PlanMessage, build_plans, decode_plan, encode_plan
+from services.scheduler.plans import build_plans
 from shared.ring import Ring
 
 G1, G2, G3 = "default/g1", "default/g2", "default/g3"

@@ -4,7 +4,8 @@ are split so that each commits as one atomic batch."""
 from __future__ import annotations
 
 from contracts.objects import ObjectMeta, PodGroup, PodGroupStatus
-from services.scheduler.core.framework.plan import PodGroupUpdate, SessionResult
+from contracts.plans import PodGroupUpdate
+from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.snapshot import ClusterSnapshot
 from services.scheduler.plans import STATUS_PLAN_GROUPS, build_plans
 

@@ -11,11 +11,10 @@ from support.events import job_status
 
 from contracts.codec import encode_object
 from contracts.events import EVENT_TYPES
-from services.scheduler.core.framework.plan import Bind
+from contracts.plans import Bind, PlanMessage
 from services.scheduler.core.framework.session import run_session
 from services.scheduler.core.snapshot import podgroup_key
 from services.scheduler.metrics import SessionOutcome, session_outcome
-from services.scheduler.plans import PlanMessage
 from services.scheduler.state import SchedulerState, ViewCore
 from shared.runner_types import Event
 

@@ -12,10 +12,9 @@ from support.events import EventLog
 
 from contracts.codec import encode, encode_object
 from contracts.objects import PodGroupCondition
-from services.scheduler.core.framework.plan import Bind, Eviction, PodGroupUpdate
+from contracts.plans import Bind, Eviction, PlanMessage, PodGroupUpdate
 from services.scheduler.core.framework.session import run_session
 from services.scheduler.core.model.task import TaskStatus, status_of_pod
-from services.scheduler.plans import PlanMessage
 from services.scheduler.view import SchedulerView
 
 

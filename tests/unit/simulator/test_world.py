@@ -23,10 +23,11 @@ from contracts.objects import (
     TaskSpec,
     frozen_map,
 )
+from contracts.plans import PodGroupUpdate
 from contracts.resources import Resources
 from contracts.sim_annotations import SIM_ARRIVAL, SIM_BARRIER, SIM_DURATION, SIM_EXIT_CODE
 from contracts.typed_events import decode_payload
-from services.scheduler.core.framework.plan import PodGroupUpdate, SessionResult
+from services.scheduler.core.framework.plan import SessionResult
 from services.simulator.cluster import SimCluster
 from services.simulator.jobs import transition_reason
 from services.simulator.world import DEFAULT_DURATION_S, arrival_time, pod_duration, pod_exit_code

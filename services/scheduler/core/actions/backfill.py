@@ -20,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from contracts.plans import Bind
 from services.scheduler.core.actions.backfill_partitions import backfill_partition
 from services.scheduler.core.actions.common import eligible_queue
 from services.scheduler.core.framework.action import Action, PriorityQueue
 from services.scheduler.core.framework.placement import feasible_nodes, select_best_node
-from services.scheduler.core.framework.plan import Bind, Plan
+from services.scheduler.core.framework.plan import Plan
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.framework.statement import Statement
 from services.scheduler.core.framework.stats import PREDICATE, SCORING

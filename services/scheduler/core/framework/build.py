@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contracts.job_shape import QUEUE_NAME_ANNOTATION
 from contracts.objects import ObjectMeta, Pod, PodGroup, PriorityClass
 from contracts.resources import Resources
 from services.scheduler.core.model.facts import TaskFacts
@@ -31,7 +32,7 @@ from services.scheduler.core.model.nodes import NodeTable
 from services.scheduler.core.model.queue import QueueInfo
 from services.scheduler.core.model.resource_index import ResourceIndex
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
-from services.scheduler.core.snapshot import QUEUE_NAME_ANNOTATION, ClusterSnapshot
+from services.scheduler.core.snapshot import ClusterSnapshot
 
 # which PodGroups (by key) this session places; None: every one
 Owns = Callable[[str], bool]

@@ -6,13 +6,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from contracts.objects import PodGroupCondition
-from services.scheduler.core.framework.plan import (
-    JobFigures,
-    PendingSummary,
-    PodGroupUpdate,
-    QueueUpdate,
-    SessionResult,
-)
+from contracts.plans import PodGroupUpdate
+from services.scheduler.core.framework.plan import JobFigures, PendingSummary, QueueUpdate, SessionResult
 from services.scheduler.core.model.job import JobInfo
 from services.scheduler.core.model.task import SCHEDULED_STATUSES, TaskStatus
 

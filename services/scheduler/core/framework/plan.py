@@ -4,35 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contracts.objects import PodGroupCondition
+from contracts.plans import Bind, Eviction, PodGroupUpdate, Reservation
 from contracts.resources import EMPTY, Resources
 from services.scheduler.core.framework.stats import SessionStats
-
-
-@dataclass(frozen=True, slots=True)
-class Bind:
-    task: str  # pod key ns/name
-    job: str  # podgroup key ns/name
-    node: str
-
-
-@dataclass(frozen=True, slots=True)
-class Eviction:
-    task: str
-    job: str
-    node: str
-    reason: str  # the action that decided it: preempt, reclaim, ...
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    """Room on `node` held for the pending `task` until it can be bound there: a preemptor's or
-    reclaimer's pipelined task, committed with the evictions that free the room."""
-
-    task: str
-    job: str
-    node: str
-    reason: str = ""  # the decision and its victims, for the log
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +23,6 @@ class Plan:
 
     def __bool__(self) -> bool:
         return bool(self.binds or self.evictions or self.reservations)
-
-
-@dataclass(frozen=True, slots=True)
-class PodGroupUpdate:
-    phase: str
-    conditions: tuple[PodGroupCondition, ...]
-    running: int
-    succeeded: int
-    failed: int
-    allocated_hypernode: str = ""
 
 
 @dataclass(frozen=True, slots=True)

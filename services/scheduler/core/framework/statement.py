@@ -14,7 +14,8 @@ import enum
 from typing import TYPE_CHECKING
 
 from contracts.evictions import eviction_cause
-from services.scheduler.core.framework.plan import Bind, Eviction, Plan, Reservation
+from contracts.plans import Bind, Eviction, Reservation
+from services.scheduler.core.framework.plan import Plan
 from services.scheduler.core.model.task import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """Sending a plan to the binder: one message on LAHAR_PLANS (`lahar.plan.<replica>`), MessagePack body
-(services.scheduler.plans), headers:
+(contracts/plans.py), headers:
 
 - `Nats-Msg-Id`: the plan id, so a retried send of the same decision is stored once;
 - `traceparent` / `tracestate`: the plan's span, a child of the PodGroup's trace, so the binder's commit
@@ -19,12 +19,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from services.scheduler.plans import PlanMessage, encode_plan
+from contracts.plans import PUBLISHED_AT_HEADER, PlanMessage, encode_plan
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import plan_subject
 from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context, trace_headers
-
-PUBLISHED_AT_HEADER = "Lahar-Plan-Published-At"
 
 
 class PlanNotSent(Exception):
