@@ -29,7 +29,7 @@ from shared.bus.records import StreamRecord
 from shared.bus.subjects import PLANS_STREAM
 
 if TYPE_CHECKING:
-    from services.binder.service import BinderService
+    from services.binder.plan_intake import PlanIntake
 
 log = structlog.get_logger(__name__)
 
@@ -72,11 +72,11 @@ async def abandoned_plans(bus: Bus, consumer: str) -> list[StreamRecord]:
     return records
 
 
-async def settle_abandoned(binder: BinderService, record: StreamRecord) -> None:
+async def settle_abandoned(binder: PlanIntake, record: StreamRecord) -> None:
     """Take one abandoned plan off the stream: its replica told (PlanRejected, when it has a PodGroup
     to address and was not answered yet), the plan moved to the dead letters, then deleted. Returns
     early, to be tried at the next sweep, when the log or the dead letters cannot take it now."""
-    from services.binder.service import CONSUMER, publishable  # the service imports this module
+    from services.binder.plan_intake import CONSUMER, publishable  # which imports this module
 
     deliveries = binder.config.plan_max_deliver
     error = RuntimeError(f"could not be committed in {deliveries} deliveries (its events were not stored)")
