@@ -210,7 +210,7 @@ class ReadModelService(EventSourcedService[S]):
     async def _render(self, keys: Iterable[ObjectKey]) -> dict[ObjectKey, Any]:
         """Each object's value, rendered RENDER_CHUNK at a time with the loop running in between: a
         round after a busy second holds tens of thousands of changed objects, and rendering them in one
-        go stalled the loop for over 2 s, long enough to lose the leadership lease (docs/scaling.md). A
+        go stalled the loop for over 2 s, long enough to lose the leadership lease (docs/reliability.md). A
         value rendered after its mark's seq carries later changes too; their own marks are still owed,
         so the key moves forward again in a later round."""
         values: dict[ObjectKey, Any] = {}

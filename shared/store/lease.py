@@ -87,14 +87,16 @@ class KeptLease:
         self._renewals = (asyncio.get_running_loop(), asyncio.Event())
         if self._stopping.is_set():
             return
-        etcd = await self.etcd.twin()
+        etcd: Etcd | None = None
         try:
+            etcd = await self.etcd.twin()
             await self._renew(etcd)
         except Exception:  # a bug here must not leave a lease nobody renews and nobody knows is lost
             log.exception("lease renewals failed", lease=f"{self.id:x}")
             self._give_up()
         finally:
-            await etcd.close()
+            if etcd is not None:
+                await etcd.close()
 
     async def _renew(self, etcd: Etcd) -> None:
         deadline = time.monotonic() + self.ttl_s

@@ -49,3 +49,15 @@ async def test_stop_ends_the_renewals_and_revokes_the_lease(etcd: Etcd) -> None:
     assert lease.lost.is_set()
     with pytest.raises(LeaseNotFound):
         await etcd.refresh(lease.id)
+
+
+async def test_renewals_that_cannot_start_tell_the_holder_the_lease_is_lost(
+    etcd: Etcd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def no_connection() -> Etcd:
+        raise RuntimeError("no second connection")
+
+    monkeypatch.setattr(etcd, "twin", no_connection)
+    lease = await KeptLease.grant(etcd, _TTL_S)
+    await asyncio.wait_for(lease.lost.wait(), 5)  # nobody renews it: its holder must not act on it
+    await lease.stop()
