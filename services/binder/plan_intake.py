@@ -38,6 +38,7 @@ from shared.bus.subjects import PLANS_STREAM, event_subject
 from shared.runner import EventSourcedService
 from shared.runner_types import Output
 from shared.telemetry.tracing import JOB_ATTRIBUTE, extract_context, trace_headers
+from shared.waiting import first_set
 
 log = structlog.get_logger(__name__)
 
@@ -335,13 +336,3 @@ class PlanIntake(EventSourcedService[BinderShellState]):
 def publishable(output: Output) -> None:
     """Raises ValueError when the output has no subject it could be published on (an empty name)."""
     event_subject(output.kind, output.namespace, output.name, output.type, CONSUMER)
-
-
-async def first_set(*events: asyncio.Event, timeout_s: float | None = None) -> None:
-    """Wait until one of events is set (or timeout_s passes)."""
-    waits = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()

@@ -30,7 +30,7 @@ from services.binder.config import BinderConfig
 from services.binder.core.core import BinderCore
 from services.binder.exported import ledger_series
 from services.binder.metrics import BinderMetrics
-from services.binder.plan_intake import RETRY_S, PlanIntake, first_set
+from services.binder.plan_intake import RETRY_S, PlanIntake
 from services.binder.read_model import NodeWriter
 from services.binder.state import BinderShellCore, BinderShellState
 from shared.bus.heartbeats import HEARTBEAT_FILTER, HeartbeatError, decode_heartbeat
@@ -40,6 +40,7 @@ from shared.bus.subjects import PLANS_STREAM
 from shared.store.election import FencedOut
 from shared.store.etcd import Etcd, EtcdError
 from shared.telemetry.metrics import Registry, default_registry
+from shared.waiting import first_set
 
 log = structlog.get_logger(__name__)
 

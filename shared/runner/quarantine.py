@@ -26,6 +26,7 @@ from shared.bus.records import StreamRecord
 from shared.bus.streams import quarantine_stream
 from shared.bus.subjects import EventSubject
 from shared.runner.metrics import RunnerMetrics
+from shared.waiting import first_set
 
 log = structlog.get_logger(__name__)
 
@@ -109,10 +110,10 @@ class Quarantine:
         while not stopping.is_set():
             if not self._queue:
                 self._queued.clear()
-                await _first_set(self._queued, stopping)
+                await first_set(self._queued, stopping)
                 continue
             if not await self.flush():
-                await _first_set(stopping, timeout_s=RETRY_S)
+                await first_set(stopping, timeout_s=RETRY_S)
 
     async def flush(self) -> bool:
         """Write what is queued, in order; False when the stream could not be reached (the rest waits)."""
@@ -141,12 +142,3 @@ class Quarantine:
             self._queue.popleft()
             self.metrics.quarantine_records.labels(self.metrics.service, result).inc()
         return True
-
-
-async def _first_set(*events: asyncio.Event, timeout_s: float | None = None) -> None:
-    waits = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
