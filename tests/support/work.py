@@ -4,6 +4,7 @@ jobs in the state" without a timing threshold."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -12,7 +13,11 @@ T = TypeVar("T")
 
 
 def calls(work: Callable[[], T]) -> tuple[T, int]:
-    """work()'s result and the number of Python function calls it made (C functions not counted)."""
+    """work()'s result and the number of Python function calls it made (C functions not counted).
+
+    The garbage collector is run before and held off during the work: a collection inside it would run
+    the finalizers (`__del__`, weakref callbacks) of whatever earlier tests in the same worker left
+    behind, and count their calls as the work's."""
     count = 0
 
     def profile(_frame: Any, event: str, _arg: Any) -> None:
@@ -20,10 +25,15 @@ def calls(work: Callable[[], T]) -> tuple[T, int]:
         if event == "call":
             count += 1
 
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
     previous = sys.getprofile()
     sys.setprofile(profile)
     try:
         result = work()
     finally:
         sys.setprofile(previous)
+        if was_enabled:
+            gc.enable()
     return result, count
