@@ -39,6 +39,7 @@ class RecordFolding(Generic[S]):
     publisher: Publisher
     quarantine: Quarantine
     _reads: frozenset[str] | None
+    _causes_outputs: bool
     _dirty: set[Key]
     _full: bool
     clock: Callable[[], float]
@@ -103,7 +104,7 @@ class RecordFolding(Generic[S]):
     def _fold(self, event: Event, env: Envelope, live: bool) -> None:
         # A core that writes no events (a scheduler replica) causes no outputs: the publisher need not
         # note, per event, the trace its outputs would join.
-        causes = getattr(self.core, "writes_events", True)
+        causes = self._causes_outputs
         if live and self.publisher.records:
             with self.tracer.start_as_current_span(
                 f"apply {env.type}",

@@ -80,6 +80,8 @@ class EventSourcedService(RecordFolding[S], Service, Generic[S]):
         self.config = config
         reads = getattr(core, "reads", None)
         self._reads: frozenset[str] | None = None if reads is None else frozenset(reads)
+        # a core that writes no events (a scheduler replica) causes no outputs (folding._fold)
+        self._causes_outputs: bool = getattr(core, "writes_events", True)
         if subject_filter is not None:
             self.subject_filter: Filters = subject_filter
             self._replay_filter: Filters = subject_filter

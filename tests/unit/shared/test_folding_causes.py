@@ -40,6 +40,7 @@ class _Folder(RecordFolding[Any]):
             clock=lambda: 0.0,
         )
         self._reads = core.reads
+        self._causes_outputs = getattr(core, "writes_events", True)
         self._dirty = set()
         self._full = False
         self.clock = lambda: 0.0
