@@ -1,8 +1,8 @@
-"""Plan messages read on the binder's hot path (pure): the wire format of services/scheduler/plans.py,
+"""Plan messages read on the binder's hot path (pure): the wire format of contracts/plans.py,
 decoded by msgspec into the Structs below in one pass in C.
 
-`decode_plan` (plans.py) reads a plan field by field in Python, collecting every problem, and cost the
-binder about as much per plan as checking it. A plan as a replica writes it fits these Structs, which
+`decode_plan` (contracts/plans.py) reads a plan field by field in Python, collecting every problem, and
+cost the binder about as much per plan as checking it. A plan as a replica writes it fits these Structs, which
 say what that reader accepts (non-empty names, non-negative counts); anything they do not take, a bad
 plan or an odd but acceptable one, is handed to `decode_plan`, so a plan decodes to the same
 PlanMessage, or fails with the same PlanError listing every bad field, either way.
