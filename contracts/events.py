@@ -28,7 +28,7 @@ DESCHEDULER = "descheduler"
 class EventType:
     name: str
     # job | podgroup | pod | queue | node | priorityclass | hypernode | command | rejection | tenant |
-    # cronjob | jobtemplate | jobflow | pods (a bundle: contracts/bundles.py)
+    # cronjob | jobtemplate | jobflow | pods | statuses (bundles: contracts/bundles.py)
     subject_kind: str
     writer: str
     payload_class: type[payloads.Payload]  # what the payload holds (contracts/payloads.py)
@@ -246,20 +246,46 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
     ),
     # bundles: events of one type about the pods of one job, one message (contracts/bundles.py)
     EventType(
-        "PodsCreated", bundles.BUNDLE_KIND, JOB_CONTROLLER, bundles.PodBundle, "PodCreated events of one job"
+        "PodsCreated",
+        bundles.BUNDLE_KIND,
+        JOB_CONTROLLER,
+        bundles.EventBundle,
+        "PodCreated events of one job",
     ),
-    EventType("PodsBound", bundles.BUNDLE_KIND, BINDER, bundles.PodBundle, "PodBound events of one job"),
+    EventType("PodsBound", bundles.BUNDLE_KIND, BINDER, bundles.EventBundle, "PodBound events of one job"),
     EventType(
-        "PodsRunning", bundles.BUNDLE_KIND, NODE_AGENT, bundles.PodBundle, "PodRunning events of one job"
+        "PodsRunning", bundles.BUNDLE_KIND, NODE_AGENT, bundles.EventBundle, "PodRunning events of one job"
     ),
     EventType(
-        "PodsSucceeded", bundles.BUNDLE_KIND, NODE_AGENT, bundles.PodBundle, "PodSucceeded events of one job"
+        "PodsSucceeded",
+        bundles.BUNDLE_KIND,
+        NODE_AGENT,
+        bundles.EventBundle,
+        "PodSucceeded events of one job",
+    ),
+    # status bundles: status changes of one type in one namespace, one message
+    EventType(
+        "JobStatusesChanged",
+        bundles.STATUS_BUNDLE_KIND,
+        JOB_CONTROLLER,
+        bundles.EventBundle,
+        "JobStatusChanged events of one namespace, decided together",
+    ),
+    EventType(
+        "PodGroupStatusesChanged",
+        bundles.STATUS_BUNDLE_KIND,
+        BINDER,
+        bundles.EventBundle,
+        "PodGroupStatusChanged events of one namespace, committed together",
     ),
 )
 
-# every bundle type is catalogued, and written by the writer of the events it carries
+# every bundle type is catalogued on its bundle subject kind, and written by the writer of the events it
+# carries: pods' events in pod bundles, Jobs' and PodGroups' statuses in status bundles
 assert all(
-    EVENT_TYPES[bundle].writer == EVENT_TYPES[item].writer and EVENT_TYPES[item].subject_kind == "pod"
+    EVENT_TYPES[bundle].writer == EVENT_TYPES[item].writer
+    and EVENT_TYPES[bundle].subject_kind == bundles.BUNDLE_SUBJECT_KIND[bundle]
+    and (EVENT_TYPES[item].subject_kind == "pod") == (bundle in bundles.POD_BUNDLE_OF)
     for bundle, item in bundles.BUNDLE_OF.items()
 )
 

@@ -25,7 +25,13 @@ import nats
 import nats.errors
 import nats.js.errors
 
-from contracts.bundles import BUNDLE_KIND, GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION
+from contracts.bundles import (
+    BUNDLE_KIND,
+    GROUP_NAME_ANNOTATION,
+    JOB_NAME_ANNOTATION,
+    STATUS_BUNDLE_KIND,
+    STATUS_BUNDLE_NAME,
+)
 from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
@@ -355,6 +361,13 @@ class LaharClient:
             for bundle in await self._bundle_names(name, namespace):
                 bundled += await read_events(self.bus, event_filter(BUNDLE_KIND, namespace, name=bundle))
             events = sorted([*events, *(e for e in bundled if e.name == name)], key=lambda e: e.seq)
+        elif resolved == "podgroup" and scope is not None:
+            # its status changes may come in its namespace's status bundles (contracts/bundles.py)
+            statuses = await read_events(
+                self.bus, event_filter(STATUS_BUNDLE_KIND, scope, name=STATUS_BUNDLE_NAME)
+            )
+            ours = (e for e in statuses if e.kind == resolved and e.name == name)
+            events = sorted([*events, *ours], key=lambda e: e.seq)
         return history_of(events)
 
     async def _bundle_names(self, pod_name: str, namespace: str) -> builtins.list[str | None]:

@@ -1,10 +1,10 @@
-"""Reading and writing bundles (contracts/bundles.py): several events of one type about the pods of one
-job as one message.
+"""Reading and writing bundles (contracts/bundles.py): several events of one type as one message, the
+pods of one job (pod bundles) or the status changes of one namespace (status bundles).
 
 Readers call `unpack` on every record whose type is a bundle type and see its events exactly as if each
-had been written alone: same type, id, cause, payload and pod subject; they share the bundle's position
-in the log, time, producer, job and trace state. Writers call `group_for_bundles` on the outputs of one
-publish operation and `bundle_envelope` on each group of two or more.
+had been written alone: same type, id, cause, job, payload and object subject; they share the bundle's
+position in the log, time, producer and trace state. Writers call `group_for_bundles` on the outputs of
+one publish operation and `bundle_envelope` on each group of two or more.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import msgspec
 
 from contracts.bundles import (
     BUNDLE_FOR,
-    BUNDLE_KIND,
     BUNDLE_OF,
+    BUNDLE_SUBJECT_KIND,
     MAX_BUNDLE_BYTES,
     MAX_BUNDLE_EVENTS,
+    STATUS_BUNDLE_OF,
     bundle_subject_name,
 )
 from contracts.events import EVENT_TYPES
@@ -27,6 +28,7 @@ from contracts.identity import OBJECT_EVENT_TYPES, identity_problem
 from contracts.payloads import Payload, PayloadError
 from contracts.typed_events import RawPayload, decode_payload, encode_payload
 from shared.bus.envelope import Envelope
+from shared.bus.status_groups import StatusGroups
 from shared.bus.subjects import EventSubject
 from shared.runner_types import Output, deterministic_id
 
@@ -45,6 +47,7 @@ class _WireEvent(msgspec.Struct):
     payload: msgspec.Raw  # the item's payload, left as its bytes (RawPayload)
     causation_id: str | None = None
     traceparent: str | None = None
+    correlation_id: str | None = None
 
 
 class _WireBundle(msgspec.Struct):
@@ -56,6 +59,8 @@ _WIRE = msgspec.msgpack.Decoder(_WireBundle)
 _pack = msgspec.msgpack.Encoder().encode
 # The first byte of a MessagePack map: fixmap (0x80-0x8f), map 16 (0xde), map 32 (0xdf).
 _MAP_HEADER = tuple(0x80 <= byte <= 0x8F or byte in (0xDE, 0xDF) for byte in range(256))
+# the bundle type -> the subject kind of the objects its events are about
+_ITEM_KIND = {bundle: EVENT_TYPES[item].subject_kind for bundle, item in BUNDLE_OF.items()}
 
 
 def is_bundle(event_type: str) -> bool:
@@ -63,12 +68,14 @@ def is_bundle(event_type: str) -> bool:
 
 
 def unpack(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelope]]:
-    """The events a bundle carries, each with its pod's subject, in the bundle's order. Raises
-    PayloadError (a ValueError) for a bundle that is not one: not the bundle's shape, an event without a
-    pod or id, a payload that is not a map, or a subject that is not a job's bundle subject."""
+    """The events a bundle carries, each with its object's subject, in the bundle's order. Raises
+    PayloadError (a ValueError) for a bundle that is not one: not the bundle's shape, an event without an
+    object or id, a payload that is not a map, or a subject that is not its type's bundle subject."""
     item_type = BUNDLE_OF[ref.type]
-    if ref.kind != BUNDLE_KIND or ref.namespace is None:
-        raise PayloadError(f"{ref.type}: a bundle's subject must be a namespaced {BUNDLE_KIND!r} subject")
+    kind = BUNDLE_SUBJECT_KIND[ref.type]
+    if ref.kind != kind or ref.namespace is None:
+        raise PayloadError(f"{ref.type}: a bundle's subject must be a namespaced {kind!r} subject")
+    item_kind = _ITEM_KIND[ref.type]
     payload = env.payload
     raw = payload.raw if type(payload) is RawPayload else _pack(dict(payload))
     try:
@@ -82,14 +89,14 @@ def unpack(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelop
     unpacked = []
     for index, item in enumerate(wire.events):
         if not item.name or not _MAP_HEADER[memoryview(item.payload)[0]]:
-            raise PayloadError(f"{ref.type} payload: events[{index}]: needs a pod name and a map payload")
-        item_ref = EventSubject("pod", ref.producer, item_type, ref.namespace, item.name)
+            raise PayloadError(f"{ref.type} payload: events[{index}]: needs a name and a map payload")
+        item_ref = EventSubject(item_kind, ref.producer, item_type, ref.namespace, item.name)
         item_env = Envelope(
             type=item_type,
             id=item.id,
             time=env.time,
             producer=env.producer,
-            correlation_id=env.correlation_id,
+            correlation_id=item.correlation_id or env.correlation_id,
             payload=RawPayload(item.payload),
             schema_version=wire.item_version,
             causation_id=item.causation_id if item.causation_id is not None else env.causation_id,
@@ -103,65 +110,83 @@ def unpack(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelop
 def group_for_bundles(
     outputs: Sequence[Output], pinned: Mapping[str, Sequence[Output]] | None = None
 ) -> list[list[Output]]:
-    """The outputs of one publish operation as the messages that carry them, in order: the events of a
-    bundle type about the pods of one job form one group, placed where its first event was; any other
-    output is a group of its own. An event joins its job's open group only if no other output about the
-    same pod came between (a pod's events keep their order), and a group is cut at the bundle limits.
+    """The outputs of one publish operation as the messages that carry them, in order; any output that
+    is not bundled is a group of its own, and a group is cut at the bundle limits.
+
+    - Pod bundles: the events of a bundle type about the pods of one job form one group, placed where
+      its first event was. An event joins its job's open group only if no other output about the same
+      pod came between (a pod's events keep their order).
+    - Status bundles: the status changes of a bundle type in one namespace form one group, placed where
+      its first or its last change is, whichever keeps every job's events in order
+      (shared/bus/status_groups.py).
 
     pinned: output id -> the bundle it was last sent in, when that send may or may not have been stored
     (a lost acknowledgement). Such a bundle goes out again exactly as it was, where the first of its
     events is, so the stream's deduplication (by the bundle's id) drops it if it was stored: bundling
     the same events differently would store them twice."""
-    groups: list[list[Output]] = []
-    open_groups: dict[tuple[str, str | None, str], tuple[int, int]] = {}  # key -> (group, start index)
+    # the messages in order; a status group placed last moves to the latest slot (None: moved away)
+    slots: list[list[Output] | None] = []
+    open_pods: dict[tuple[str, str | None, str], tuple[int, int]] = {}  # key -> (slot, start index)
+    statuses = StatusGroups(MAX_BUNDLE_EVENTS, MAX_BUNDLE_BYTES)
     last_about: dict[tuple[str | None, str], int] = {}  # pod -> index of the latest output about it
-    sizes: dict[int, int] = {}  # group -> payload bytes so far
+    sizes: dict[int, int] = {}  # pod group's slot -> payload bytes so far
     sent_again: set[str] = set()  # ids of the pinned bundles' events already placed
     for index, output in enumerate(outputs):
-        pod = (output.namespace, output.name) if output.kind == "pod" else None
         again = pinned.get(output.id) if pinned else None
         if again is not None:
             if output.id not in sent_again:
-                groups.append(list(again))
+                slots.append(list(again))
                 sent_again.update(o.id for o in again)
                 for member in again:
+                    statuses.saw(member, len(slots) - 1)
                     if member.kind == "pod":
                         last_about[(member.namespace, member.name)] = index
             continue
-        if not _bundleable(output):
-            groups.append([output])
+        bundle = _bundle_type(output)
+        if bundle in STATUS_BUNDLE_OF:
+            statuses.place(slots, (bundle, output.namespace), output, _payload_size(output))
+            continue
+        pod = (output.namespace, output.name) if output.kind == "pod" else None
+        slot = len(slots)
+        if bundle is None:
+            slots.append([output])
         else:
             key = (output.type, output.namespace, output.correlation_id)
             size = _payload_size(output)
-            found = open_groups.get(key)
-            if found is not None:
-                group, start = found
-                members = groups[group]
-                if (
-                    last_about.get(pod, -1) < start  # type: ignore[arg-type]
-                    and len(members) < MAX_BUNDLE_EVENTS
-                    and sizes[group] + size <= MAX_BUNDLE_BYTES
-                ):
-                    members.append(output)
-                    sizes[group] += size
-                    if pod is not None:
-                        last_about[pod] = index
-                    continue
-            open_groups[key] = (len(groups), index)
-            sizes[len(groups)] = size
-            groups.append([output])
+            found = open_pods.get(key)
+            members = slots[found[0]] if found is not None else None
+            if (
+                found is not None
+                and members is not None
+                and last_about.get(pod, -1) < found[1]  # type: ignore[arg-type]
+                and len(members) < MAX_BUNDLE_EVENTS
+                and sizes[found[0]] + size <= MAX_BUNDLE_BYTES
+            ):
+                slot = found[0]
+                members.append(output)
+                sizes[slot] += size
+            else:
+                open_pods[key] = (slot, index)
+                sizes[slot] = size
+                slots.append([output])
+        statuses.saw(output, slot)
         if pod is not None:
             last_about[pod] = index
-    return groups
+    return [group for group in slots if group is not None]
 
 
-def _bundleable(output: Output) -> bool:
-    return (
-        output.type in BUNDLE_FOR
-        and output.kind == "pod"
-        and output.expected_last_subject_seq is None
-        and bundle_subject_name(output.correlation_id, output.namespace) is not None
-    )
+def _bundle_type(output: Output) -> str | None:
+    """The bundle type the output may travel in, None when it goes alone (a compare-and-set, an object
+    of another kind than the bundle's, a pod outside any job of its namespace)."""
+    bundle = BUNDLE_FOR.get(output.type)
+    if (
+        bundle is None
+        or output.expected_last_subject_seq is not None
+        or output.kind != _ITEM_KIND[bundle]
+        or bundle_subject_name(bundle, output.correlation_id, output.namespace) is None
+    ):
+        return None
+    return bundle
 
 
 def _payload_size(output: Output) -> int:
@@ -175,14 +200,14 @@ def _payload_size(output: Output) -> int:
 def bundle_envelope(
     outputs: Sequence[Output], *, time: float, producer: str, traceparents: Sequence[str | None]
 ) -> tuple[Envelope, str, str]:
-    """One group's bundle: its envelope, the bundle type and the job's name its subject carries. Each
+    """One group's bundle: its envelope, the bundle type and the name its subject carries. Each
     event's payload is checked as its own type (a writer's bug is refused here, as Envelope.create
     refuses one). The bundle's id is derived from its events' ids: the same events bundled again are the
     same message, which the stream's deduplication drops."""
     first = outputs[0]
     item_type = first.type
     bundle_type = BUNDLE_FOR[item_type]
-    name = bundle_subject_name(first.correlation_id, first.namespace)
+    name = bundle_subject_name(bundle_type, first.correlation_id, first.namespace)
     assert name is not None, "only bundleable outputs are grouped"
     cause = first.causation_id if all(o.causation_id == first.causation_id for o in outputs) else None
     trace = traceparents[0]
@@ -199,6 +224,8 @@ def bundle_envelope(
             event["causation_id"] = output.causation_id
         if traceparent != trace:
             event["traceparent"] = traceparent
+        if output.correlation_id != first.correlation_id:
+            event["correlation_id"] = output.correlation_id
         events.append(event)
     envelope = Envelope(
         type=bundle_type,

@@ -8,8 +8,9 @@ and makes the loop reconcile everything at its next tick.
 
 Plain outputs go out pipelined; an output with expected_last_subject_seq alone (a compare-and-set); the
 outputs sharing a batch key as one atomic batch, at the position of the first of them. Within each
-operation, events of a bundle type about the pods of one job go out as one bundle (shared/bus/bundles.py);
-each stays in flight by its own id until it comes back from the log.
+operation, events of a bundle type about the pods of one job, or status changes of one type in one
+namespace, go out as one bundle (shared/bus/bundles.py); each stays in flight by its own id until it
+comes back from the log.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from contracts.bundles import BUNDLE_FOR, BUNDLE_KIND
+from contracts.bundles import BUNDLE_FOR, BUNDLE_SUBJECT_KIND
 from contracts.identity import OBJECT_EVENT_TYPES, identity_problem
 from contracts.payloads import PayloadError
 from shared.bus.bundles import bundle_envelope, group_for_bundles
@@ -239,8 +240,8 @@ class Publisher:
         envelope, bundle_type, name = bundle_envelope(
             group, time=self.clock(), producer=self.producer, traceparents=traceparents
         )
-        first = group[0]
-        return envelope, event_subject(BUNDLE_KIND, first.namespace, name, bundle_type, self.producer)
+        kind = BUNDLE_SUBJECT_KIND[bundle_type]
+        return envelope, event_subject(kind, group[0].namespace, name, bundle_type, self.producer)
 
     async def _store(
         self, step: _Step, items: list[tuple[Envelope, str]], groups: list[list[Output]]

@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+import msgspec
+
 from contracts import payloads
-from contracts.bundles import BUNDLE_OF, BundledEvent, PodBundle
+from contracts.bundles import BUNDLE_OF, POD_BUNDLE_OF, BundledEvent, EventBundle
 from contracts.codec import encode_object
+from contracts.events import EVENT_TYPES
 from contracts.objects import Job, ObjectMeta
 from contracts.objects_flow import (
     CronJob,
@@ -204,11 +207,27 @@ EXAMPLES: Mapping[str, payloads.Payload] = {
 }
 
 
-def _bundle(item_type: str) -> PodBundle:
-    """Two events of item_type about train's pods, the second with its own cause."""
-    plain = encode_payload(EXAMPLES[item_type])
+def _bundle(item_type: str) -> EventBundle:
+    """Two events of item_type, the second with its own cause: about train's pods, or (a status bundle)
+    about two jobs' objects, the second naming its own job. Each payload as it reads back from the wire
+    (lists, not tuples)."""
+    plain = msgspec.msgpack.decode(msgspec.msgpack.encode(encode_payload(EXAMPLES[item_type])))
+    if item_type not in POD_BUNDLE_OF.values():
+        return EventBundle(
+            events=(
+                BundledEvent(name="train", id="8c1f7a52-3c1e-5b7e-9f0a-1d2e3f4a5b6c", payload=plain),
+                BundledEvent(
+                    name="serve",
+                    id="9d2a8b63-4d2f-5c8f-8a1b-2e3f4a5b6c7d",
+                    payload=plain,
+                    causation_id="0e3b9c74-5e3a-5d9a-9b2c-3f4a5b6c7d8e",
+                    correlation_id="default/serve",
+                ),
+            ),
+            item_version=EVENT_TYPES[item_type].version,
+        )
     second = dict(plain, object=encode_object(replace(_POD, meta=replace(_POD.meta, name="train-worker-1"))))
-    return PodBundle(
+    return EventBundle(
         events=(
             BundledEvent(name="train-worker-0", id="8c1f7a52-3c1e-5b7e-9f0a-1d2e3f4a5b6c", payload=plain),
             BundledEvent(

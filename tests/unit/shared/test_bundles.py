@@ -3,17 +3,20 @@ reader sees exactly the events that were bundled."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import msgpack
 import msgspec
 import pytest
 from support.builders import pod
+from support.payload_examples import EXAMPLES
 
 from contracts import payloads
 from contracts.bundles import MAX_BUNDLE_BYTES
 from contracts.codec import encode_object
 from contracts.payloads import PayloadError
+from contracts.typed_events import decode_payload
 from shared.bus.bundles import bundle_envelope, group_for_bundles, record_events, unpack
 from shared.bus.envelope import Envelope
 from shared.bus.errors import EventRefused
@@ -210,7 +213,7 @@ def raw_bundle(events: object, subject_kind: str = "pods") -> tuple[EventSubject
     [
         ([], "pods", "at least one event"),
         ([{"name": "a", "id": "i", "payload": [1]}], "pods", "map payload"),
-        ([{"name": "", "id": "i", "payload": {}}], "pods", "pod name"),
+        ([{"name": "", "id": "i", "payload": {}}], "pods", "needs a name"),
         ([{"id": "i", "payload": {}}], "pods", "name"),
         ("not a list", "pods", "events"),
         ([{"name": "a", "id": "i", "payload": {}}], "pod", "'pods' subject"),
@@ -307,3 +310,119 @@ def test_a_bundle_says_the_schema_version_of_its_events() -> None:
     )
     with pytest.raises(PayloadError, match="item_version"):
         unpack(ref, Envelope.decode(bad.encode()))
+
+
+def status(event_type: str, job: str, **fields: object) -> Output:
+    """A status change of the job's Job (JobStatusChanged) or PodGroup (PodGroupStatusChanged)."""
+    base = Output(
+        type=event_type,
+        kind="job" if event_type == "JobStatusChanged" else "podgroup",
+        namespace="default",
+        name=job,
+        id=deterministic_id("test", event_type, job),
+        correlation_id=f"default/{job}",
+        payload=EXAMPLES[event_type],
+        causation_id=f"plan-{job}",
+    )
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def test_status_changes_of_one_namespace_travel_together_after_the_last_plans_binds() -> None:
+    # what a binder's commit of three plans holds: each plan's binds, then its PodGroup's status
+    outputs = [
+        out("PodBound", "a0", job="a"),
+        out("PodBound", "a1", job="a"),
+        status("PodGroupStatusChanged", "a"),
+        out("PodBound", "b0", job="b"),
+        status("PodGroupStatusChanged", "b"),
+        status("PodGroupStatusChanged", "c"),
+        status("PodGroupStatusChanged", "d", namespace="other", correlation_id="other/d"),
+    ]
+    groups = group_for_bundles(outputs)
+    assert names(groups) == [
+        ["PodBound:a0", "PodBound:a1"],
+        ["PodBound:b0"],
+        ["PodGroupStatusChanged:a", "PodGroupStatusChanged:b", "PodGroupStatusChanged:c"],
+        ["PodGroupStatusChanged:d"],  # another namespace: another subject
+    ]
+
+
+def test_a_status_change_is_never_moved_past_another_event_of_its_job() -> None:
+    outputs = [
+        status("JobStatusChanged", "a"),
+        out("PodCreated", "b0", job="b"),
+        status("JobStatusChanged", "b"),  # not before b0: a's change moves after b0 to join it
+        out("PodCreated", "a0", job="a"),  # about a: that group moves no further
+        status("JobStatusChanged", "c"),
+        status("PodGroupStatusChanged", "c"),
+        status("JobStatusChanged", "d"),  # nothing about d yet: it joins c's change where that is
+    ]
+    groups = group_for_bundles(outputs)
+    assert names(groups) == [
+        ["PodCreated:b0"],
+        ["JobStatusChanged:a", "JobStatusChanged:b"],
+        ["PodCreated:a0"],
+        ["JobStatusChanged:c", "JobStatusChanged:d"],
+        ["PodGroupStatusChanged:c"],
+    ]
+    order = [o for group in groups for o in group]
+    for job in "abcd":
+        mine = [o.id for o in outputs if o.correlation_id == f"default/{job}"]
+        assert [o.id for o in order if o.correlation_id == f"default/{job}"] == mine
+
+
+def test_new_jobs_statuses_travel_together_before_their_podgroups_and_pods() -> None:
+    # what the job-controller decides for new jobs: each one's Pending status, PodGroup and pods
+    outputs = []
+    for job in "abc":
+        outputs += [status("JobStatusChanged", job), out("PodCreated", f"{job}0", job=job)]
+    assert names(group_for_bundles(outputs)) == [
+        ["JobStatusChanged:a", "JobStatusChanged:b", "JobStatusChanged:c"],
+        ["PodCreated:a0"],
+        ["PodCreated:b0"],
+        ["PodCreated:c0"],
+    ]
+
+
+def test_a_reader_sees_each_status_change_of_a_bundle_about_its_own_object_and_job() -> None:
+    outputs = [status("PodGroupStatusChanged", "a"), status("PodGroupStatusChanged", "b")]
+    env, bundle_type, name = bundle_envelope(outputs, time=5.0, producer="binder", traceparents=[None, None])
+    subject = event_subject("statuses", "default", name, bundle_type, "binder")
+    assert subject == "lahar.ev.statuses.binder.PodGroupStatusesChanged.default.all"
+    ref = parse_event_subject(subject)
+    events = unpack(ref, Envelope.decode(env.encode()))
+    assert [(r.kind, r.type, r.namespace, r.name) for r, _ in events] == [
+        ("podgroup", "PodGroupStatusChanged", "default", "a"),
+        ("podgroup", "PodGroupStatusChanged", "default", "b"),
+    ]
+    assert [(e.id, e.correlation_id, e.causation_id) for _, e in events] == [
+        (o.id, o.correlation_id, o.causation_id) for o in outputs
+    ]
+    item = events[1][1]
+    assert decode_payload(item.type, item.schema_version, dict(item.payload)) == EXAMPLES[item.type]
+    # a status bundle read on a pod bundle's subject is not one
+    wrong = parse_event_subject(event_subject("pods", "default", "a", bundle_type, "binder"))
+    with pytest.raises(PayloadError, match="'statuses' subject"):
+        unpack(wrong, env)
+
+
+def test_status_bundles_keep_every_jobs_events_in_order_whatever_the_mix() -> None:
+    for seed in range(300):
+        rng = random.Random(seed)
+        outputs = []
+        for index in range(rng.randint(5, 40)):
+            job = rng.choice("abcde")
+            pick = rng.random()
+            if pick < 0.4:
+                outputs.append(status("JobStatusChanged", job, id=f"j{index}"))
+            elif pick < 0.8:
+                outputs.append(status("PodGroupStatusChanged", job, id=f"g{index}"))
+            else:  # goes alone
+                outputs.append(out("PodFailed", f"{job}{index}", job=job, id=f"f{index}"))
+        groups = group_for_bundles(outputs)
+        order = [o for group in groups for o in group]
+        assert sorted(o.id for o in order) == sorted(o.id for o in outputs), seed
+        for job in "abcde":
+            mine = [o.id for o in outputs if o.correlation_id == f"default/{job}"]
+            assert [o.id for o in order if o.correlation_id == f"default/{job}"] == mine, seed
+        assert len(groups) < len(outputs) or len(outputs) < 8, seed  # they do travel together
