@@ -28,7 +28,7 @@ DESCHEDULER = "descheduler"
 class EventType:
     name: str
     # job | podgroup | pod | queue | node | priorityclass | hypernode | command | rejection | tenant |
-    # cronjob | jobtemplate | jobflow | pods | statuses (bundles: contracts/bundles.py)
+    # cronjob | jobtemplate | jobflow | pods | objects (bundles: contracts/bundles.py)
     subject_kind: str
     writer: str
     payload_class: type[payloads.Payload]  # what the payload holds (contracts/payloads.py)
@@ -244,44 +244,42 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
     EventType(
         "PodTerminated", "pod", NODE_AGENT, payloads.PodTerminated, "a pod was stopped (evicted or deleted)"
     ),
-    # bundles: events of one type about the pods of one job, one message (contracts/bundles.py)
+    # bundles: events of one type about objects of one namespace, one message (contracts/bundles.py)
     EventType(
-        "PodsCreated",
-        bundles.BUNDLE_KIND,
+        "PodsCreated", bundles.BUNDLE_KIND, JOB_CONTROLLER, bundles.EventBundle, "PodCreated events together"
+    ),
+    EventType("PodsBound", bundles.BUNDLE_KIND, BINDER, bundles.EventBundle, "PodBound events together"),
+    EventType(
+        "PodsRunning", bundles.BUNDLE_KIND, NODE_AGENT, bundles.EventBundle, "PodRunning events together"
+    ),
+    EventType(
+        "PodsSucceeded", bundles.BUNDLE_KIND, NODE_AGENT, bundles.EventBundle, "PodSucceeded events together"
+    ),
+    EventType(
+        "PodGroupsCreated",
+        bundles.OBJECT_BUNDLE_KIND,
         JOB_CONTROLLER,
         bundles.EventBundle,
-        "PodCreated events of one job",
+        "PodGroupCreated events together",
     ),
-    EventType("PodsBound", bundles.BUNDLE_KIND, BINDER, bundles.EventBundle, "PodBound events of one job"),
-    EventType(
-        "PodsRunning", bundles.BUNDLE_KIND, NODE_AGENT, bundles.EventBundle, "PodRunning events of one job"
-    ),
-    EventType(
-        "PodsSucceeded",
-        bundles.BUNDLE_KIND,
-        NODE_AGENT,
-        bundles.EventBundle,
-        "PodSucceeded events of one job",
-    ),
-    # status bundles: status changes of one type in one namespace, one message
     EventType(
         "JobStatusesChanged",
-        bundles.STATUS_BUNDLE_KIND,
+        bundles.OBJECT_BUNDLE_KIND,
         JOB_CONTROLLER,
         bundles.EventBundle,
-        "JobStatusChanged events of one namespace, decided together",
+        "JobStatusChanged events together",
     ),
     EventType(
         "PodGroupStatusesChanged",
-        bundles.STATUS_BUNDLE_KIND,
+        bundles.OBJECT_BUNDLE_KIND,
         BINDER,
         bundles.EventBundle,
-        "PodGroupStatusChanged events of one namespace, committed together",
+        "PodGroupStatusChanged events committed together",
     ),
 )
 
 # every bundle type is catalogued on its bundle subject kind, and written by the writer of the events it
-# carries: pods' events in pod bundles, Jobs' and PodGroups' statuses in status bundles
+# carries: pods' events in pod bundles, the Jobs' and PodGroups' in object bundles
 assert all(
     EVENT_TYPES[bundle].writer == EVENT_TYPES[item].writer
     and EVENT_TYPES[bundle].subject_kind == bundles.BUNDLE_SUBJECT_KIND[bundle]

@@ -25,13 +25,8 @@ import nats
 import nats.errors
 import nats.js.errors
 
-from contracts.bundles import (
-    BUNDLE_KIND,
-    GROUP_NAME_ANNOTATION,
-    JOB_NAME_ANNOTATION,
-    STATUS_BUNDLE_KIND,
-    STATUS_BUNDLE_NAME,
-)
+from contracts.bundles import BUNDLE_KIND, OBJECT_BUNDLE_KIND
+from contracts.job_shape import GROUP_NAME, JOB_NAME
 from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
@@ -45,7 +40,6 @@ from shared.client_reads import (
     WAITABLE,
     Answer,
     HistoryEntry,
-    RawEvent,
     WaitResult,
     changed_object,
     decode_stored,
@@ -354,32 +348,30 @@ class LaharClient:
             return await self.events(name, scope or "default")
         subject_filter = event_filter(resolved, scope or CLUSTER_SCOPE, name=name)
         events = await read_events(self.bus, subject_filter)
-        if resolved == "pod":
-            # some of a pod's events come in bundles named by its job (contracts/bundles.py)
-            namespace = scope or "default"
-            bundled: builtins.list[RawEvent] = []
-            for bundle in await self._bundle_names(name, namespace):
-                bundled += await read_events(self.bus, event_filter(BUNDLE_KIND, namespace, name=bundle))
-            events = sorted([*events, *(e for e in bundled if e.name == name)], key=lambda e: e.seq)
-        elif resolved == "podgroup" and scope is not None:
-            # its status changes may come in its namespace's status bundles (contracts/bundles.py)
-            statuses = await read_events(
-                self.bus, event_filter(STATUS_BUNDLE_KIND, scope, name=STATUS_BUNDLE_NAME)
+        if resolved in ("pod", "podgroup") and scope is not None:
+            # some of its events come in its namespace's bundles (contracts/bundles.py); a pod's in
+            # bundles that name the job its writers correlate it with
+            bundle_kind = BUNDLE_KIND if resolved == "pod" else OBJECT_BUNDLE_KIND
+            bundled = await read_events(self.bus, event_filter(bundle_kind, scope))
+            jobs = await self._pod_jobs(name, scope) if resolved == "pod" else None
+            ours = (
+                e
+                for e in bundled
+                if e.kind == resolved and e.name == name and (jobs is None or e.correlation_id in jobs)
             )
-            ours = (e for e in statuses if e.kind == resolved and e.name == name)
             events = sorted([*events, *ours], key=lambda e: e.seq)
         return history_of(events)
 
-    async def _bundle_names(self, pod_name: str, namespace: str) -> builtins.list[str | None]:
-        """The names of the bundle subjects a pod's events may travel under: its job's (its writers' job
-        key), its PodGroup's, its own; [None] (every bundle of the namespace) when the read model no
-        longer has the pod."""
+    async def _pod_jobs(self, pod_name: str, namespace: str) -> set[str] | None:
+        """The jobs a pod's writers may correlate its events with (its Volcano Job, else its PodGroup,
+        else itself), None when the read model no longer has the pod: then every bundled event with its
+        name is taken for its own."""
         pod = await self.get("pod", pod_name, namespace)
         if pod is None:
-            return [None]
+            return None
         annotations = pod.meta.annotations
-        names = [annotations.get(JOB_NAME_ANNOTATION), annotations.get(GROUP_NAME_ANNOTATION), pod_name]
-        return list(dict.fromkeys(n for n in names if n))
+        names = (annotations.get(JOB_NAME), annotations.get(GROUP_NAME), pod_name)
+        return {f"{namespace}/{n}" for n in names if n}
 
     async def logs(
         self, pod: str, namespace: str = "default", *, container: str | None = None, follow: bool = False

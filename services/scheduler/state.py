@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 import msgpack
 
-from contracts.bundles import GROUP_NAME_ANNOTATION
 from contracts.codec import decode_object, encode_object
+from contracts.job_shape import GROUP_NAME as GROUP_NAME_ANNOTATION
 from services.scheduler.core.snapshot import podgroup_key
 from services.scheduler.view import SchedulerView
 from services.scheduler.view_events import VIEW_EVENTS, event_key

@@ -1,5 +1,5 @@
-"""Reading and writing bundles (contracts/bundles.py): several events of one type as one message, the
-pods of one job (pod bundles) or the status changes of one namespace (status bundles).
+"""Reading and writing bundles (contracts/bundles.py): several events of one type about objects of one
+namespace as one message, the pods' (pod bundles) or the Jobs' and PodGroups' (object bundles).
 
 Readers call `unpack` on every record whose type is a bundle type and see its events exactly as if each
 had been written alone: same type, id, cause, job, payload and object subject; they share the bundle's
@@ -20,15 +20,15 @@ from contracts.bundles import (
     BUNDLE_SUBJECT_KIND,
     MAX_BUNDLE_BYTES,
     MAX_BUNDLE_EVENTS,
-    STATUS_BUNDLE_OF,
+    OBJECT_BUNDLE_OF,
     bundle_subject_name,
 )
 from contracts.events import EVENT_TYPES
 from contracts.identity import OBJECT_EVENT_TYPES, identity_problem
 from contracts.payloads import Payload, PayloadError
 from contracts.typed_events import RawPayload, decode_payload, encode_payload
+from shared.bus.bundle_groups import BundleGroups
 from shared.bus.envelope import Envelope
-from shared.bus.status_groups import StatusGroups
 from shared.bus.subjects import EventSubject
 from shared.runner_types import Output, deterministic_id
 
@@ -110,80 +110,52 @@ def unpack(ref: EventSubject, env: Envelope) -> list[tuple[EventSubject, Envelop
 def group_for_bundles(
     outputs: Sequence[Output], pinned: Mapping[str, Sequence[Output]] | None = None
 ) -> list[list[Output]]:
-    """The outputs of one publish operation as the messages that carry them, in order; any output that
-    is not bundled is a group of its own, and a group is cut at the bundle limits.
-
-    - Pod bundles: the events of a bundle type about the pods of one job form one group, placed where
-      its first event was. An event joins its job's open group only if no other output about the same
-      pod came between (a pod's events keep their order).
-    - Status bundles: the status changes of a bundle type in one namespace form one group, placed where
-      its first or its last change is, whichever keeps every job's events in order
-      (shared/bus/status_groups.py).
+    """The outputs of one publish operation as the messages that carry them, in order. The events of a
+    bundle type about objects of one namespace form one group (cut at the bundle limits), placed where
+    its first event was or, for an object bundle, where its last one is, whichever keeps every job's and
+    every object's events in order (shared/bus/bundle_groups.py); any other output is a group of its own.
 
     pinned: output id -> the bundle it was last sent in, when that send may or may not have been stored
     (a lost acknowledgement). Such a bundle goes out again exactly as it was, where the first of its
     events is, so the stream's deduplication (by the bundle's id) drops it if it was stored: bundling
     the same events differently would store them twice."""
-    # the messages in order; a status group placed last moves to the latest slot (None: moved away)
+    # the messages in order; a group placed last moves to the latest slot (None: moved away)
     slots: list[list[Output] | None] = []
-    open_pods: dict[tuple[str, str | None, str], tuple[int, int]] = {}  # key -> (slot, start index)
-    statuses = StatusGroups(MAX_BUNDLE_EVENTS, MAX_BUNDLE_BYTES)
-    last_about: dict[tuple[str | None, str], int] = {}  # pod -> index of the latest output about it
-    sizes: dict[int, int] = {}  # pod group's slot -> payload bytes so far
+    groups = BundleGroups(MAX_BUNDLE_EVENTS, MAX_BUNDLE_BYTES)
     sent_again: set[str] = set()  # ids of the pinned bundles' events already placed
-    for index, output in enumerate(outputs):
+    for output in outputs:
         again = pinned.get(output.id) if pinned else None
         if again is not None:
             if output.id not in sent_again:
                 slots.append(list(again))
                 sent_again.update(o.id for o in again)
                 for member in again:
-                    statuses.saw(member, len(slots) - 1)
-                    if member.kind == "pod":
-                        last_about[(member.namespace, member.name)] = index
+                    groups.saw(member, len(slots) - 1)
             continue
         bundle = _bundle_type(output)
-        if bundle in STATUS_BUNDLE_OF:
-            statuses.place(slots, (bundle, output.namespace), output, _payload_size(output))
-            continue
-        pod = (output.namespace, output.name) if output.kind == "pod" else None
-        slot = len(slots)
         if bundle is None:
             slots.append([output])
+            groups.saw(output, len(slots) - 1)
         else:
-            key = (output.type, output.namespace, output.correlation_id)
-            size = _payload_size(output)
-            found = open_pods.get(key)
-            members = slots[found[0]] if found is not None else None
-            if (
-                found is not None
-                and members is not None
-                and last_about.get(pod, -1) < found[1]  # type: ignore[arg-type]
-                and len(members) < MAX_BUNDLE_EVENTS
-                and sizes[found[0]] + size <= MAX_BUNDLE_BYTES
-            ):
-                slot = found[0]
-                members.append(output)
-                sizes[slot] += size
-            else:
-                open_pods[key] = (slot, index)
-                sizes[slot] = size
-                slots.append([output])
-        statuses.saw(output, slot)
-        if pod is not None:
-            last_about[pod] = index
+            groups.place(
+                slots,
+                (bundle, output.namespace),
+                output,
+                _payload_size(output),
+                may_move_last=bundle in OBJECT_BUNDLE_OF,
+            )
     return [group for group in slots if group is not None]
 
 
 def _bundle_type(output: Output) -> str | None:
     """The bundle type the output may travel in, None when it goes alone (a compare-and-set, an object
-    of another kind than the bundle's, a pod outside any job of its namespace)."""
+    of another kind than the bundle's, a cluster-scoped one)."""
     bundle = BUNDLE_FOR.get(output.type)
     if (
         bundle is None
         or output.expected_last_subject_seq is not None
         or output.kind != _ITEM_KIND[bundle]
-        or bundle_subject_name(bundle, output.correlation_id, output.namespace) is None
+        or output.namespace is None
     ):
         return None
     return bundle
@@ -207,7 +179,7 @@ def bundle_envelope(
     first = outputs[0]
     item_type = first.type
     bundle_type = BUNDLE_FOR[item_type]
-    name = bundle_subject_name(bundle_type, first.correlation_id, first.namespace)
+    name = bundle_subject_name(first.namespace)
     assert name is not None, "only bundleable outputs are grouped"
     cause = first.causation_id if all(o.causation_id == first.causation_id for o in outputs) else None
     trace = traceparents[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 import msgspec
 
@@ -207,6 +208,15 @@ EXAMPLES: Mapping[str, payloads.Payload] = {
 }
 
 
+def _renamed(plain: dict[str, Any], name: str) -> dict[str, Any]:
+    """A payload that carries an object (PodGroupCreated), about an object of that name instead."""
+    if "object" not in plain:
+        return plain
+    carried = plain["object"]
+    meta = dict(carried["object"]["meta"], name=name)
+    return dict(plain, object=dict(carried, object=dict(carried["object"], meta=meta)))
+
+
 def _bundle(item_type: str) -> EventBundle:
     """Two events of item_type, the second with its own cause: about train's pods, or (a status bundle)
     about two jobs' objects, the second naming its own job. Each payload as it reads back from the wire
@@ -219,7 +229,7 @@ def _bundle(item_type: str) -> EventBundle:
                 BundledEvent(
                     name="serve",
                     id="9d2a8b63-4d2f-5c8f-8a1b-2e3f4a5b6c7d",
-                    payload=plain,
+                    payload=_renamed(plain, "serve"),
                     causation_id="0e3b9c74-5e3a-5d9a-9b2c-3f4a5b6c7d8e",
                     correlation_id="default/serve",
                 ),

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from contracts import payloads
-from contracts.bundles import GROUP_NAME_ANNOTATION
 from contracts.job_shape import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
+from contracts.job_shape import GROUP_NAME as GROUP_NAME_ANNOTATION
 from contracts.objects import Node, Queue
 from contracts.payloads import ObjectPayload, Payload, decode_as
 from contracts.resources import CPU, MEMORY, PODS

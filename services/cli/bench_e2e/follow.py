@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from contracts.bundles import BUNDLE_KIND, STATUS_BUNDLE_KIND
+from contracts.bundles import BUNDLE_KIND, OBJECT_BUNDLE_KIND
 from services.cli.bench_e2e.workload import NAMESPACE
 from shared.bus.bundles import is_bundle, unpack
 from shared.bus.envelope import Envelope, EnvelopeError
@@ -21,7 +21,7 @@ async def follow_binds_and_phases(
         event_filter("pod", NAMESPACE, event_type="PodBound"),
         event_filter(BUNDLE_KIND, NAMESPACE, event_type="PodsBound"),
         event_filter("job", NAMESPACE, event_type="JobStatusChanged"),
-        event_filter(STATUS_BUNDLE_KIND, NAMESPACE, event_type="JobStatusesChanged"),
+        event_filter(OBJECT_BUNDLE_KIND, NAMESPACE, event_type="JobStatusesChanged"),
     ]
     async for records in bus.follow_batches(EVENTS_STREAM, from_seq, filters):
         for record in records:

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.bundles import GROUP_NAME_ANNOTATION
 from contracts.job_shape import DEFAULT_QUEUE
+from contracts.job_shape import GROUP_NAME as GROUP_NAME_ANNOTATION
 from contracts.objects import HyperNode, Node, ObjectMeta, Pod, PodGroup, PriorityClass, Queue
 from contracts.usage import NodeUsage
 from services.scheduler.core.model.facts import TaskFacts, task_facts

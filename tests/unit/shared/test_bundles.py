@@ -9,7 +9,7 @@ from dataclasses import replace
 import msgpack
 import msgspec
 import pytest
-from support.builders import pod
+from support.builders import pod, podgroup
 from support.payload_examples import EXAMPLES
 
 from contracts import payloads
@@ -56,60 +56,56 @@ def names(groups: list[list[Output]]) -> list[list[str]]:
     return [[f"{o.type}:{o.name}" for o in group] for group in groups]
 
 
-def test_events_of_one_type_about_one_jobs_pods_travel_together_where_the_first_was() -> None:
-    status = Output(
-        type="PodGroupStatusChanged",
-        kind="podgroup",
-        namespace="default",
-        name="train",
-        id="x",
-        correlation_id="default/train",
-    )
+def test_events_of_one_type_about_one_namespaces_pods_travel_together_where_the_first_was() -> None:
     outputs = [
         out("PodBound", "a"),
         out("PodBound", "x", job="other"),
-        status,
         out("PodBound", "b"),
+        out("PodBound", "z", job="other", namespace="elsewhere", correlation_id="elsewhere/other"),
         out("PodBound", "y", job="other"),
         out("PodBound", "c"),
     ]
     assert names(group_for_bundles(outputs)) == [
-        ["PodBound:a", "PodBound:b", "PodBound:c"],
-        ["PodBound:x", "PodBound:y"],
-        ["PodGroupStatusChanged:train"],
+        ["PodBound:a", "PodBound:x", "PodBound:b", "PodBound:y", "PodBound:c"],
+        ["PodBound:z"],
     ]
 
 
-def test_a_pods_events_keep_their_order_across_bundles() -> None:
+def test_an_event_never_moves_past_another_event_of_its_job_or_its_pod() -> None:
+    train_status = status("PodGroupStatusChanged", "train")
     outputs = [
-        out("PodRunning", "a"),
-        out("PodSucceeded", "a"),
-        out("PodRunning", "b"),
-        out("PodSucceeded", "b"),
-        out("PodFailed", "c"),
-        out("PodRunning", "c"),
+        out("PodRunning", "a", job="ja"),
+        out("PodSucceeded", "a", job="ja"),
+        out("PodRunning", "b", job="jb"),
+        out("PodSucceeded", "b", job="jb"),
+        out("PodFailed", "c", job="jc"),
+        out("PodRunning", "c", job="jc"),
+        out("PodBound", "t0"),
+        train_status,
+        out("PodBound", "t1"),  # not before train's status into the first PodBound bundle
     ]
     groups = group_for_bundles(outputs)
     assert names(groups) == [
         ["PodRunning:a", "PodRunning:b"],
-        ["PodSucceeded:a"],
-        ["PodSucceeded:b"],  # b's PodRunning came after this bundle was opened: a bundle of its own
+        ["PodSucceeded:a", "PodSucceeded:b"],
         ["PodFailed:c"],
         ["PodRunning:c"],  # after c's PodFailed: not moved before it into the first bundle
+        ["PodBound:t0"],
+        ["PodGroupStatusChanged:train"],
+        ["PodBound:t1"],
     ]
-    order = [f"{o.type}:{o.name}" for group in groups for o in group]
-    for pod_name in "abc":
-        mine = [o for o in outputs if o.name == pod_name]
-        assert [e for e in order if e.endswith(f":{pod_name}")] == [f"{o.type}:{o.name}" for o in mine]
+    order = [o.id for group in groups for o in group]
+    for job in ("default/ja", "default/jb", "default/jc", "default/train"):
+        mine = [o.id for o in outputs if o.correlation_id == job]
+        assert [i for i in order if i in mine] == mine
 
 
 @pytest.mark.parametrize(
     "other",
     [
         {"expected_last_subject_seq": 0},  # a compare-and-set goes alone
-        {"correlation_id": "train"},  # not a job of the pods' namespace
-        {"correlation_id": "elsewhere/train"},
-        {"kind": "podgroup"},
+        {"namespace": None},  # a cluster-scoped object
+        {"kind": "podgroup"},  # not the object a bundle of pods' events carries
     ],
 )
 def test_what_cannot_be_bundled_goes_alone(other: dict[str, object]) -> None:
@@ -151,7 +147,7 @@ def bundled(
 def test_a_reader_sees_each_bundled_event_as_if_it_had_been_written_alone() -> None:
     outputs = [out("PodBound", "a"), out("PodBound", "b", causation_id="other-cause")]
     ref, env = bundled(outputs, [TRACE, None])
-    assert (ref.kind, ref.type, ref.name, env.type) == ("pods", "PodsBound", "train", "PodsBound")
+    assert (ref.kind, ref.type, ref.name, env.type) == ("pods", "PodsBound", "all", "PodsBound")
     events = unpack(ref, env)
     assert [(r.kind, r.type, r.namespace, r.name) for r, _ in events] == [
         ("pod", "PodBound", "default", "a"),
@@ -312,6 +308,10 @@ def test_a_bundle_says_the_schema_version_of_its_events() -> None:
         unpack(ref, Envelope.decode(bad.encode()))
 
 
+def podgroup_created(job: str) -> payloads.PodGroupCreated:
+    return payloads.PodGroupCreated(object=encode_object(podgroup(job)))
+
+
 def status(event_type: str, job: str, **fields: object) -> Output:
     """A status change of the job's Job (JobStatusChanged) or PodGroup (PodGroupStatusChanged)."""
     base = Output(
@@ -327,8 +327,8 @@ def status(event_type: str, job: str, **fields: object) -> Output:
     return replace(base, **fields)  # type: ignore[arg-type]
 
 
-def test_status_changes_of_one_namespace_travel_together_after_the_last_plans_binds() -> None:
-    # what a binder's commit of three plans holds: each plan's binds, then its PodGroup's status
+def test_a_binders_commit_of_several_plans_is_one_bundle_of_binds_and_one_of_statuses() -> None:
+    # each plan's binds, then its PodGroup's status
     outputs = [
         out("PodBound", "a0", job="a"),
         out("PodBound", "a1", job="a"),
@@ -340,10 +340,21 @@ def test_status_changes_of_one_namespace_travel_together_after_the_last_plans_bi
     ]
     groups = group_for_bundles(outputs)
     assert names(groups) == [
-        ["PodBound:a0", "PodBound:a1"],
-        ["PodBound:b0"],
+        ["PodBound:a0", "PodBound:a1", "PodBound:b0"],
         ["PodGroupStatusChanged:a", "PodGroupStatusChanged:b", "PodGroupStatusChanged:c"],
         ["PodGroupStatusChanged:d"],  # another namespace: another subject
+    ]
+
+
+def test_statuses_move_after_other_jobs_binds_to_travel_together() -> None:
+    outputs = [
+        status("PodGroupStatusChanged", "a"),
+        out("PodBound", "b0", job="b"),
+        status("PodGroupStatusChanged", "b"),  # not before b0: a's status moves after it instead
+    ]
+    assert names(group_for_bundles(outputs)) == [
+        ["PodBound:b0"],
+        ["PodGroupStatusChanged:a", "PodGroupStatusChanged:b"],
     ]
 
 
@@ -371,24 +382,24 @@ def test_a_status_change_is_never_moved_past_another_event_of_its_job() -> None:
         assert [o.id for o in order if o.correlation_id == f"default/{job}"] == mine
 
 
-def test_new_jobs_statuses_travel_together_before_their_podgroups_and_pods() -> None:
+def test_new_jobs_statuses_podgroups_and_pods_travel_in_three_bundles() -> None:
     # what the job-controller decides for new jobs: each one's Pending status, PodGroup and pods
     outputs = []
     for job in "abc":
-        outputs += [status("JobStatusChanged", job), out("PodCreated", f"{job}0", job=job)]
+        created = status("PodGroupStatusChanged", job, type="PodGroupCreated", payload=podgroup_created(job))
+        outputs += [status("JobStatusChanged", job), created, out("PodCreated", f"{job}0", job=job)]
     assert names(group_for_bundles(outputs)) == [
         ["JobStatusChanged:a", "JobStatusChanged:b", "JobStatusChanged:c"],
-        ["PodCreated:a0"],
-        ["PodCreated:b0"],
-        ["PodCreated:c0"],
+        ["PodGroupCreated:a", "PodGroupCreated:b", "PodGroupCreated:c"],
+        ["PodCreated:a0", "PodCreated:b0", "PodCreated:c0"],
     ]
 
 
 def test_a_reader_sees_each_status_change_of_a_bundle_about_its_own_object_and_job() -> None:
     outputs = [status("PodGroupStatusChanged", "a"), status("PodGroupStatusChanged", "b")]
     env, bundle_type, name = bundle_envelope(outputs, time=5.0, producer="binder", traceparents=[None, None])
-    subject = event_subject("statuses", "default", name, bundle_type, "binder")
-    assert subject == "lahar.ev.statuses.binder.PodGroupStatusesChanged.default.all"
+    subject = event_subject("objects", "default", name, bundle_type, "binder")
+    assert subject == "lahar.ev.objects.binder.PodGroupStatusesChanged.default.all"
     ref = parse_event_subject(subject)
     events = unpack(ref, Envelope.decode(env.encode()))
     assert [(r.kind, r.type, r.namespace, r.name) for r, _ in events] == [
@@ -400,13 +411,13 @@ def test_a_reader_sees_each_status_change_of_a_bundle_about_its_own_object_and_j
     ]
     item = events[1][1]
     assert decode_payload(item.type, item.schema_version, dict(item.payload)) == EXAMPLES[item.type]
-    # a status bundle read on a pod bundle's subject is not one
+    # an object bundle read on a pod bundle's subject is not one
     wrong = parse_event_subject(event_subject("pods", "default", "a", bundle_type, "binder"))
-    with pytest.raises(PayloadError, match="'statuses' subject"):
+    with pytest.raises(PayloadError, match="'objects' subject"):
         unpack(wrong, env)
 
 
-def test_status_bundles_keep_every_jobs_events_in_order_whatever_the_mix() -> None:
+def test_bundles_keep_every_jobs_events_in_order_whatever_the_mix() -> None:
     for seed in range(300):
         rng = random.Random(seed)
         outputs = []
@@ -417,8 +428,10 @@ def test_status_bundles_keep_every_jobs_events_in_order_whatever_the_mix() -> No
                 outputs.append(status("JobStatusChanged", job, id=f"j{index}"))
             elif pick < 0.8:
                 outputs.append(status("PodGroupStatusChanged", job, id=f"g{index}"))
-            else:  # goes alone
-                outputs.append(out("PodFailed", f"{job}{index}", job=job, id=f"f{index}"))
+            elif pick < 0.9:  # goes alone
+                outputs.append(out("PodFailed", f"{job}{index % 3}", job=job, id=f"f{index}"))
+            else:  # a pod bundle's
+                outputs.append(out("PodRunning", f"{job}{index % 3}", job=job, id=f"r{index}"))
         groups = group_for_bundles(outputs)
         order = [o for group in groups for o in group]
         assert sorted(o.id for o in order) == sorted(o.id for o in outputs), seed
