@@ -10,11 +10,12 @@ import msgpack
 import pytest
 
 from contracts import payloads
+from shared.bus.bundles import unpack
 from shared.bus.envelope import Envelope
 from shared.bus.jetstream import Bus
 from shared.bus.poison import read_quarantine
 from shared.bus.streams import events_stream
-from shared.bus.subjects import EVENTS_STREAM, event_filter, event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_filter, event_subject, parse_event_subject
 from shared.runner import EventSourcedService, RunnerConfig
 from shared.runner_types import Event, Output, deterministic_id
 from shared.store.etcd import Etcd
@@ -27,6 +28,7 @@ QUIET = RunnerConfig(reconcile_interval_s=0.2, checkpoint_every_events=1_000_000
 class Seen:
     bound: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # pod -> (event id, node, seq)
     running: dict[str, str] = field(default_factory=dict)  # pod -> event id
+    jobs: dict[str, str] = field(default_factory=dict)  # pod -> the job its events correlate with
 
 
 class StartsWhatIsBound:
@@ -43,6 +45,7 @@ class StartsWhatIsBound:
         if event.type == "PodBound":
             node = event.payload_as(payloads.PodBound).node
             state.bound[event.name] = (event.id, node, event.seq)
+            state.jobs[event.name] = event.correlation_id
         else:
             state.running[event.name] = event.id
         return state
@@ -62,7 +65,7 @@ class StartsWhatIsBound:
                 namespace="default",
                 name=name,
                 id=deterministic_id(self.name, "PodRunning", name),
-                correlation_id="default/train",
+                correlation_id=state.jobs[name],
                 payload=payloads.PodRunning(node=state.bound[name][1], started_at=now),
                 causation_id=state.bound[name][0],
             )
@@ -71,11 +74,11 @@ class StartsWhatIsBound:
         ]
 
     def dump(self, state: Seen) -> bytes:
-        return msgpack.packb([state.bound, state.running])
+        return msgpack.packb([state.bound, state.running, state.jobs])
 
     def load(self, data: bytes) -> Seen:
-        bound, running = msgpack.unpackb(data, raw=False)
-        return Seen({k: tuple(v) for k, v in bound.items()}, running)
+        bound, running, jobs = msgpack.unpackb(data, raw=False)
+        return Seen({k: tuple(v) for k, v in bound.items()}, running, jobs)
 
 
 def item(name: str, payload: dict[str, object]) -> dict[str, object]:
@@ -126,3 +129,27 @@ async def test_a_bundles_events_are_folded_one_by_one_and_its_written_events_com
     written = [r async for r in bus.replay(EVENTS_STREAM, subject_filter=event_filter("pods", "default"))]
     assert [r.subject.split(".")[4] for r in written] == ["PodsBound", "PodsRunning"]
     assert service.publisher.inflight == 0
+
+
+async def test_one_decision_about_pods_of_several_jobs_is_one_message_each_event_keeping_its_job(
+    bus: Bus, service: EventSourcedService[Seen]
+) -> None:
+    serve = dict(item("serve-0", {"node": "node-3", "plan": "q"}), correlation_id="default/serve")
+    bundle = Envelope.create(
+        "PodsBound",
+        time=1.0,
+        producer="binder",
+        correlation_id="default/train",
+        payload={"events": [item("train-0", {"node": "node-1", "plan": "p"}), serve]},
+    )
+    await bus.publish(bundle, event_subject("pods", "default", "all", "PodsBound", "binder"))
+    await service.run_until_idle(20)
+
+    assert service.state.jobs == {"train-0": "default/train", "serve-0": "default/serve"}
+    written = [r async for r in bus.replay(EVENTS_STREAM, subject_filter=event_filter("pods", "default"))]
+    assert [r.subject.split(".")[4] for r in written] == ["PodsBound", "PodsRunning"]
+    ref, env = parse_event_subject(written[1].subject), written[1].envelope()
+    assert [(r.name, e.correlation_id) for r, e in unpack(ref, env)] == [
+        ("serve-0", "default/serve"),
+        ("train-0", "default/train"),
+    ]
