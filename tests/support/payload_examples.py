@@ -218,35 +218,29 @@ def _renamed(plain: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _bundle(item_type: str) -> EventBundle:
-    """Two events of item_type, the second with its own cause: about train's pods, or (a status bundle)
+    """Two events of item_type, the second with its own cause: about train's pods, or (an object bundle)
     about two jobs' objects, the second naming its own job. Each payload as it reads back from the wire
     (lists, not tuples)."""
     plain = msgspec.msgpack.decode(msgspec.msgpack.encode(encode_payload(EXAMPLES[item_type])))
-    if item_type not in POD_BUNDLE_OF.values():
-        return EventBundle(
-            events=(
-                BundledEvent(name="train", id="8c1f7a52-3c1e-5b7e-9f0a-1d2e3f4a5b6c", payload=plain),
-                BundledEvent(
-                    name="serve",
-                    id="9d2a8b63-4d2f-5c8f-8a1b-2e3f4a5b6c7d",
-                    payload=_renamed(plain, "serve"),
-                    causation_id="0e3b9c74-5e3a-5d9a-9b2c-3f4a5b6c7d8e",
-                    correlation_id="default/serve",
-                ),
-            ),
-            item_version=EVENT_TYPES[item_type].version,
-        )
-    second = dict(plain, object=encode_object(replace(_POD, meta=replace(_POD.meta, name="train-worker-1"))))
+    if item_type in POD_BUNDLE_OF.values():
+        names, job = ("train-worker-0", "train-worker-1"), None
+        pod = replace(_POD, meta=replace(_POD.meta, name=names[1]))
+        second = dict(plain, object=encode_object(pod)) if item_type == "PodCreated" else plain
+    else:
+        names, job = ("train", "serve"), "default/serve"
+        second = _renamed(plain, names[1])
     return EventBundle(
         events=(
-            BundledEvent(name="train-worker-0", id="8c1f7a52-3c1e-5b7e-9f0a-1d2e3f4a5b6c", payload=plain),
+            BundledEvent(name=names[0], id="8c1f7a52-3c1e-5b7e-9f0a-1d2e3f4a5b6c", payload=plain),
             BundledEvent(
-                name="train-worker-1",
+                name=names[1],
                 id="9d2a8b63-4d2f-5c8f-8a1b-2e3f4a5b6c7d",
-                payload=second if item_type == "PodCreated" else plain,
+                payload=second,
                 causation_id="0e3b9c74-5e3a-5d9a-9b2c-3f4a5b6c7d8e",
+                correlation_id=job,
             ),
-        )
+        ),
+        item_version=EVENT_TYPES[item_type].version,
     )
 
 
