@@ -146,10 +146,18 @@ def decode_payload(event_type: str, version: int, payload: Mapping[str, Any]) ->
 
 
 def encode_payload(payload: Payload | Mapping[str, Any]) -> dict[str, Any]:
-    """Plain data (MessagePack- and JSON-safe) of a typed payload; a mapping is copied as it is."""
+    """Plain data (MessagePack- and JSON-safe) of a typed payload; a mapping is copied as it is. Read it,
+    do not change it: a payload that is only an encoded object (PodCreated, PodGroupCreated, ...) shares
+    that object, which is plain data already, rather than copying every node of it."""
     if isinstance(payload, Payload):
+        if type(payload).__struct_fields__ == _OBJECT_ONLY:
+            return {"object": payload.object}  # type: ignore[attr-defined]
         return msgspec.to_builtins(payload)  # type: ignore[no-any-return]
     return dict(payload)
+
+
+# the fields of a payload that carries one encoded object and nothing else
+_OBJECT_ONLY = ("object",)
 
 
 def payload_problems(cls: type[Payload], payload: Any) -> list[str]:

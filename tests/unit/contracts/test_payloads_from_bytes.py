@@ -151,3 +151,15 @@ def test_a_raw_payload_copied_or_pickled_is_its_plain_form() -> None:
     raw = Envelope.decode(written("PodBound", encode_payload(EXAMPLES["PodBound"]))).payload
     for copied in (copy.deepcopy(raw), copy.copy(raw), pickle.loads(pickle.dumps(raw))):
         assert type(copied) is dict and copied == raw
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_a_payloads_plain_form_writes_the_bytes_its_full_copy_writes(name: str) -> None:
+    # a payload that is only an encoded object shares it rather than copying it (encode_payload): the
+    # bytes on the bus, and the typed payload read back, are the same as from a full copy
+    payload = EXAMPLES[name]
+    shared, copied = encode_payload(payload), msgspec.to_builtins(payload)
+    assert msgspec.msgpack.encode(shared) == msgspec.msgpack.encode(copied)
+    assert decode_payload(name, 0, shared) == decode_payload(name, 0, copied) == payload
+    if type(payload).__struct_fields__ == ("object",):
+        assert shared["object"] is payload.object  # type: ignore[attr-defined]
