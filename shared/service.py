@@ -201,9 +201,12 @@ def run_event_loop(main: Coroutine[Any, Any, R]) -> R:
 
 # Young-generation size: CPython's default (700) makes a service that folds a few hundred thousand
 # events scan its long-lived state over and over; its state is trees of frozen dataclasses with almost
-# no cyclic garbage, so collecting 70x less often costs little memory and saves 10-15 % of a replay
-# (docs/benchmarks.md).
-YOUNG_GENERATION_OBJECTS = 50_000
+# no cyclic garbage (what dies is freed by its reference count, not by a collection), so collecting
+# rarely costs little memory. At 50,000 the collector still took about a fifth of the job-controller's,
+# the scheduler's and the node agent's CPU in a 4,500-job burst, most of it scanning new state and then
+# scanning it again in the middle generation; at 500,000 the middle generation is almost never
+# collected (docs/benchmarks.md, "The garbage collector's young generation").
+YOUNG_GENERATION_OBJECTS = 500_000
 
 
 def tune_gc() -> None:
