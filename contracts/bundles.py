@@ -30,7 +30,7 @@ from contracts.payloads import Payload
 
 # the subject kinds of bundles, and the name every bundle subject carries (one subject per writer, type and
 # namespace)
-BUNDLE_KIND = "pods"
+POD_BUNDLE_KIND = "pods"
 OBJECT_BUNDLE_KIND = "objects"
 BUNDLE_NAME = "all"
 # the bundle type -> the type of the events it carries
@@ -48,7 +48,7 @@ OBJECT_BUNDLE_OF: dict[str, str] = {
 BUNDLE_OF: dict[str, str] = {**POD_BUNDLE_OF, **OBJECT_BUNDLE_OF}
 # the bundle type -> its subject kind
 BUNDLE_SUBJECT_KIND: dict[str, str] = {
-    **dict.fromkeys(POD_BUNDLE_OF, BUNDLE_KIND),
+    **dict.fromkeys(POD_BUNDLE_OF, POD_BUNDLE_KIND),
     **dict.fromkeys(OBJECT_BUNDLE_OF, OBJECT_BUNDLE_KIND),
 }
 BUNDLE_FOR: dict[str, str] = {item: bundle for bundle, item in BUNDLE_OF.items()}

@@ -246,14 +246,22 @@ EVENT_TYPES: Mapping[str, EventType] = _types(
     ),
     # bundles: events of one type about objects of one namespace, one message (contracts/bundles.py)
     EventType(
-        "PodsCreated", bundles.BUNDLE_KIND, JOB_CONTROLLER, bundles.EventBundle, "PodCreated events together"
+        "PodsCreated",
+        bundles.POD_BUNDLE_KIND,
+        JOB_CONTROLLER,
+        bundles.EventBundle,
+        "PodCreated events together",
     ),
-    EventType("PodsBound", bundles.BUNDLE_KIND, BINDER, bundles.EventBundle, "PodBound events together"),
+    EventType("PodsBound", bundles.POD_BUNDLE_KIND, BINDER, bundles.EventBundle, "PodBound events together"),
     EventType(
-        "PodsRunning", bundles.BUNDLE_KIND, NODE_AGENT, bundles.EventBundle, "PodRunning events together"
+        "PodsRunning", bundles.POD_BUNDLE_KIND, NODE_AGENT, bundles.EventBundle, "PodRunning events together"
     ),
     EventType(
-        "PodsSucceeded", bundles.BUNDLE_KIND, NODE_AGENT, bundles.EventBundle, "PodSucceeded events together"
+        "PodsSucceeded",
+        bundles.POD_BUNDLE_KIND,
+        NODE_AGENT,
+        bundles.EventBundle,
+        "PodSucceeded events together",
     ),
     EventType(
         "PodGroupsCreated",

@@ -25,7 +25,7 @@ import nats
 import nats.errors
 import nats.js.errors
 
-from contracts.bundles import BUNDLE_KIND, OBJECT_BUNDLE_KIND
+from contracts.bundles import OBJECT_BUNDLE_KIND, POD_BUNDLE_KIND
 from contracts.job_shape import GROUP_NAME, JOB_NAME
 from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
@@ -351,7 +351,7 @@ class LaharClient:
         if resolved in ("pod", "podgroup") and scope is not None:
             # some of its events come in its namespace's bundles (contracts/bundles.py); a pod's in
             # bundles that name the job its writers correlate it with
-            bundle_kind = BUNDLE_KIND if resolved == "pod" else OBJECT_BUNDLE_KIND
+            bundle_kind = POD_BUNDLE_KIND if resolved == "pod" else OBJECT_BUNDLE_KIND
             bundled = await read_events(self.bus, event_filter(bundle_kind, scope))
             jobs = await self._pod_jobs(name, scope) if resolved == "pod" else None
             ours = (

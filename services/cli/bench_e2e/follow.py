@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from contracts.bundles import BUNDLE_KIND, OBJECT_BUNDLE_KIND
+from contracts.bundles import OBJECT_BUNDLE_KIND, POD_BUNDLE_KIND
 from services.cli.bench_e2e.workload import NAMESPACE
 from shared.bus.bundles import is_bundle, unpack
 from shared.bus.envelope import Envelope, EnvelopeError
@@ -19,7 +19,7 @@ async def follow_binds_and_phases(
     `from_seq` on to `observe` (its subject, its envelope), until cancelled."""
     filters = [
         event_filter("pod", NAMESPACE, event_type="PodBound"),
-        event_filter(BUNDLE_KIND, NAMESPACE, event_type="PodsBound"),
+        event_filter(POD_BUNDLE_KIND, NAMESPACE, event_type="PodsBound"),
         event_filter("job", NAMESPACE, event_type="JobStatusChanged"),
         event_filter(OBJECT_BUNDLE_KIND, NAMESPACE, event_type="JobStatusesChanged"),
     ]
