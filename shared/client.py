@@ -342,7 +342,8 @@ class LaharClient:
     async def object_events(
         self, kind: str, name: str, namespace: str | None = None
     ) -> builtins.list[HistoryEntry]:
-        """The events on one object's own subject (a job's: its whole history, as `events`)."""
+        """The events about one object: on its own subject and, for a pod or a PodGroup, in its
+        namespace's bundles (a job's: its whole history, as `events`)."""
         resolved, scope = self._scope(kind, namespace)
         if resolved == "job":
             return await self.events(name, scope or "default")

@@ -8,9 +8,8 @@ and makes the loop reconcile everything at its next tick.
 
 Plain outputs go out pipelined; an output with expected_last_subject_seq alone (a compare-and-set); the
 outputs sharing a batch key as one atomic batch, at the position of the first of them. Within each
-operation, events of a bundle type about the pods of one job, or status changes of one type in one
-namespace, go out as one bundle (shared/bus/bundles.py); each stays in flight by its own id until it
-comes back from the log.
+operation, events of a bundle type about objects of one namespace go out as one bundle
+(shared/bus/bundles.py); each stays in flight by its own id until it comes back from the log.
 """
 
 from __future__ import annotations
