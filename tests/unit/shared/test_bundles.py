@@ -135,6 +135,31 @@ def test_a_bundle_is_cut_before_it_outgrows_a_message() -> None:
         assert len(env.encode()) < MAX_BUNDLE_BYTES + 4096
 
 
+def test_a_status_bundle_is_cut_by_what_its_statuses_say_not_by_their_count() -> None:
+    # a PodGroup's Unschedulable condition can name why each of thousands of nodes did not fit
+    reason = payloads.PodGroupConditionPayload(
+        type="Unschedulable",
+        status="True",
+        transition_id="t",
+        last_transition_time=1.0,
+        reason="NotEnoughResources",
+        message="x" * (MAX_BUNDLE_BYTES // 5),
+    )
+    outputs = [
+        status(
+            "PodGroupStatusChanged",
+            f"job-{i}",
+            payload=payloads.PodGroupStatusChanged(phase="Pending", conditions=(reason,)),
+        )
+        for i in range(9)
+    ]
+    groups = group_for_bundles(outputs)
+    assert [len(g) for g in groups] == [4, 4, 1]
+    for group in groups:
+        env, _, _ = bundle_envelope(group, time=1.0, producer="binder", traceparents=[None] * len(group))
+        assert len(env.encode()) < MAX_BUNDLE_BYTES + 4096
+
+
 def bundled(
     outputs: list[Output], traceparents: list[str | None] | None = None
 ) -> tuple[EventSubject, Envelope]:
