@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from shared.telemetry.metrics import Registry, exponential_buckets
@@ -64,6 +66,11 @@ class RunnerMetrics:
             "Outputs published, by event type and result (stored, duplicate, conflict, error)",
             ("service", "type", "result"),
         )
+        self.messages = registry.counter(
+            "lahar_runner_messages_published_total",
+            "Messages the outputs went out in (a bundle of several events is one), by result",
+            ("service", "result"),
+        )
         self.reconcile_seconds = registry.histogram(
             "lahar_runner_reconcile_duration_seconds",
             "Time of one reconcile including publishing its outputs",
@@ -110,6 +117,11 @@ class RunnerMetrics:
         if child is None:
             child = self._published[key] = self.outputs.labels(self.service, event_type, result)
         child.inc(count)
+
+    def sent(self, results: Iterable[str]) -> None:
+        """One message per result: how each message of a publish operation ended."""
+        for result, count in Counter(results).items():
+            self.messages.labels(self.service, result).inc(count)
 
     def checkpointed(self, result: str) -> None:
         self.checkpoints.labels(self.service, result).inc()

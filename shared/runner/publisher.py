@@ -216,6 +216,7 @@ class Publisher:
         except BusError as exc:
             log.warning("outputs not published; retrying at the next reconcile", error=str(exc))
             return self._failed(groups, spans, "error", exc)
+        self.metrics.sent(stored)
         for output, span, result in zip(outputs, spans, results, strict=True):
             self.metrics.published(output.type, result)
             if span is not None:
@@ -287,6 +288,7 @@ class Publisher:
                 if group[0].type in BUNDLE_FOR:
                     bundle = tuple(group)
                     self._pins.update((o.id, (bundle, until)) for o in group)
+        self.metrics.sent([result] * len(groups))
         for output, span in zip(outputs, spans, strict=True):
             self._inflight.pop(output.id, None)
             self.metrics.published(output.type, result)

@@ -153,3 +153,6 @@ async def test_one_decision_about_pods_of_several_jobs_is_one_message_each_event
         ("serve-0", "default/serve"),
         ("train-0", "default/train"),
     ]
+    # counted as two events in one message
+    assert service.metrics.outputs.labels("starter", "PodRunning", "stored").value == 2
+    assert service.metrics.messages.labels("starter", "stored").value == 1

@@ -1,5 +1,6 @@
-"""What each pod costs the whole system, from the services' own counters (their /metrics): events decoded
-by each service, events it wrote, read-model objects written. Read before and after a round; the
+"""What each pod costs the whole system, from the services' own counters (their /metrics): messages
+decoded by each service, events it wrote and the messages they went out in (a bundle is one),
+read-model objects written. Read before and after a round; the
 difference divided by the round's pods."""
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from collections.abc import Mapping
 _COUNTERS = {
     "decoded": "lahar_runner_events_applied_total",
     "written": "lahar_runner_outputs_published_total",
+    "messages_written": "lahar_runner_messages_published_total",
     "read_model_writes": "lahar_read_model_writes_total",
 }
+# counted only for what was stored (a duplicate or a failed send is not a round's work)
+_STORED_ONLY = ("written", "messages_written", "read_model_writes")
 # a scheduler replica's sessions: how many, their CPU, and how many due ones it did not need to open
 # (reported per round, not per pod)
 _SESSION_COUNTERS = {
@@ -46,7 +50,10 @@ def scrape(port: int) -> dict[str, float]:
                 continue
             if what == "decoded" and 'phase="live"' not in labels:
                 continue
-            if what in ("written", "read_model_writes") and 'result="stored"' not in labels:
+            if (
+                what in ("written", "messages_written", "read_model_writes")
+                and 'result="stored"' not in labels
+            ):
                 continue
             totals[what] += float(match["value"])
     return totals
