@@ -137,14 +137,9 @@ def test_a_bundle_is_cut_before_it_outgrows_a_message() -> None:
 
 def test_a_status_bundle_is_cut_by_what_its_statuses_say_not_by_their_count() -> None:
     # a PodGroup's Unschedulable condition can name why each of thousands of nodes did not fit
-    reason = payloads.PodGroupConditionPayload(
-        type="Unschedulable",
-        status="True",
-        transition_id="t",
-        last_transition_time=1.0,
-        reason="NotEnoughResources",
-        message="x" * (MAX_BUNDLE_BYTES // 5),
-    )
+    example = EXAMPLES["PodGroupStatusChanged"]
+    assert isinstance(example, payloads.PodGroupStatusChanged)
+    reason = msgspec.structs.replace(example.conditions[0], message="x" * (MAX_BUNDLE_BYTES // 5))
     outputs = [
         status(
             "PodGroupStatusChanged",
