@@ -148,23 +148,9 @@ def plan_from_plain(raw: Any) -> PlanMessage:
         Bind(reader.text(item, "pod", at), reader.text(item, "job", at), reader.text(item, "node", at))
         for at, item in reader.items(raw, "binds")
     )
-    evictions = tuple(
-        Eviction(
-            reader.text(item, "pod", at),
-            reader.text(item, "job", at),
-            reader.text(item, "node", at),
-            reader.text(item, "reason", at),
-        )
-        for at, item in reader.items(raw, "evictions")
-    )
+    evictions = tuple(Eviction(*fields) for fields in reader.pod_moves(raw, "evictions", reason_default=None))
     reservations = tuple(
-        Reservation(
-            reader.text(item, "pod", at),
-            reader.text(item, "job", at),
-            reader.text(item, "node", at),
-            reader.text(item, "reason", at, default=""),
-        )
-        for at, item in reader.items(raw, "reservations")
+        Reservation(*fields) for fields in reader.pod_moves(raw, "reservations", reason_default="")
     )
     podgroups = reader.podgroups(raw.get("podgroups", {}))
     if not (binds or evictions or reservations or podgroups or reader.errors):
@@ -186,6 +172,21 @@ class _Reader:
             self.errors.append(f"{_path(at, key)}: expected a non-empty string, got {value!r}")
             return ""
         return value
+
+    def pod_moves(
+        self, raw: Mapping[str, Any], key: str, *, reason_default: str | None
+    ) -> list[tuple[str, str, str, str]]:
+        """The (pod, job, node, reason) of each item under key: evictions need a reason, reservations
+        may leave it out (reason_default "")."""
+        return [
+            (
+                self.text(item, "pod", at),
+                self.text(item, "job", at),
+                self.text(item, "node", at),
+                self.text(item, "reason", at, default=reason_default),
+            )
+            for at, item in self.items(raw, key)
+        ]
 
     def count(self, raw: Mapping[str, Any], key: str, at: str = "", *, default: int | None = None) -> int:
         value = raw.get(key, default)
