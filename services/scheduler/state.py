@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import msgpack
 
 from contracts.codec import decode_object, encode_object
-from contracts.job_shape import GROUP_NAME as GROUP_NAME_ANNOTATION
+from contracts.job_shape import GROUP_NAME
 from services.scheduler.core.snapshot import podgroup_key
 from services.scheduler.view import SchedulerView
 from services.scheduler.view_events import VIEW_EVENTS, event_key
@@ -71,7 +71,7 @@ class ViewCore:
     def apply(self, state: SchedulerState, event: Event) -> SchedulerState:
         if event.type == "PodTerminated":  # a plain pod's implicit group ends with it
             pod = state.view.pod(event_key(event))
-            if pod is not None and GROUP_NAME_ANNOTATION not in pod.meta.annotations:
+            if pod is not None and GROUP_NAME not in pod.meta.annotations:
                 state.traces.pop(podgroup_key(pod), None)
         state.view.apply(event)
         if event.type in _TRACED and event.traceparent:

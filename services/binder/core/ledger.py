@@ -18,8 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from contracts import payloads
-from contracts.job_shape import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
-from contracts.job_shape import GROUP_NAME as GROUP_NAME_ANNOTATION
+from contracts.job_shape import DEFAULT_QUEUE, GROUP_NAME, QUEUE_NAME_ANNOTATION
 from contracts.objects import Node, Queue
 from contracts.payloads import ObjectPayload, Payload, decode_as
 from contracts.resources import CPU, MEMORY, PODS
@@ -252,7 +251,7 @@ def _pod_created(ledger: Ledger, key: str, data: Payload) -> None:
     assert isinstance(data, payloads.PodCreated), f"a {type(data).__name__} creates no pod"
     pod = facts(data.object, PodFacts)  # what the ledger reads of the pod, not the whole Pod
     annotations = pod.meta.annotations
-    group = annotations.get(GROUP_NAME_ANNOTATION, "")
+    group = annotations.get(GROUP_NAME, "")
     podgroup = f"{pod.meta.namespace}/{group}" if group else ""
     queue = ledger.podgroups.get(podgroup) or annotations.get(QUEUE_NAME_ANNOTATION, DEFAULT_QUEUE)
     entry = PodEntry(

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.job_shape import DEFAULT_QUEUE
-from contracts.job_shape import GROUP_NAME as GROUP_NAME_ANNOTATION
+from contracts.job_shape import DEFAULT_QUEUE, GROUP_NAME
 from contracts.objects import HyperNode, Node, ObjectMeta, Pod, PodGroup, PriorityClass, Queue
 from contracts.usage import NodeUsage
 from services.scheduler.core.model.facts import TaskFacts, task_facts
@@ -90,7 +89,7 @@ class ClusterSnapshot:
 def podgroup_key(pod: Pod) -> str:
     """The PodGroup a pod schedules with: its group annotation, else the implicit group of one that a
     session gives it (`podgroup-<uid>`)."""
-    group = pod.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+    group = pod.meta.annotations.get(GROUP_NAME, "")
     if not group:
         group = f"podgroup-{pod.meta.uid or pod.meta.name}"
     return f"{pod.meta.namespace}/{group}"

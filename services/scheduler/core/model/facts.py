@@ -13,10 +13,10 @@ owned.
 
 from __future__ import annotations
 
+from contracts.job_shape import GROUP_NAME
 from contracts.objects import Pod
 from contracts.resources import Resources
 from services.scheduler.core.model.task import (
-    GROUP_NAME_ANNOTATION,
     TASK_PRIORITY_ANNOTATION,
     TaskStatus,
     pod_cooldown_s,
@@ -63,7 +63,7 @@ class TaskFacts:
         self.uid = meta.uid or self.key
         self.name = meta.name
         self.namespace = meta.namespace
-        group = meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+        group = meta.annotations.get(GROUP_NAME, "")
         # the PodGroup the annotation names; "" for a pod of none (the session gives a pending one its
         # implicit group)
         self.group = f"{meta.namespace}/{group}" if group else ""

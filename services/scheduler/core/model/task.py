@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contracts.job_shape import TASK_SPEC
 from contracts.objects import Pod
 from contracts.parse_fields import duration_seconds
 from contracts.resources import Resources
@@ -16,8 +17,6 @@ from contracts.resources import Resources
 if TYPE_CHECKING:
     from services.scheduler.core.model.facts import TaskFacts
 
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
-TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
 COOLDOWN_TIME_KEY = "volcano.sh/cooldown-time"
@@ -64,7 +63,7 @@ def status_of_pod(pod: Pod) -> TaskStatus:
 
 
 def pod_role(pod: Pod) -> str:
-    return pod.meta.annotations.get(TASK_SPEC_KEY) or pod.meta.labels.get(TASK_SPEC_KEY, "")
+    return pod.meta.annotations.get(TASK_SPEC) or pod.meta.labels.get(TASK_SPEC, "")
 
 
 def pod_index(pod: Pod) -> int:
