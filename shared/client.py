@@ -25,14 +25,13 @@ import nats
 import nats.errors
 import nats.js.errors
 
-from contracts.bundles import OBJECT_BUNDLE_KIND, POD_BUNDLE_KIND
 from contracts.job_shape import GROUP_NAME, JOB_NAME
 from contracts.known_fields import STRICT
 from contracts.objects import ApiObject, Job
 from shared.bus.jetstream import Bus
 from shared.bus.subjects import CLUSTER_SCOPE, event_filter, logs_subject
 from shared.bus.tls_handshake import first_connection
-from shared.client_events import read_events
+from shared.client_events import bundled_events, read_events
 from shared.client_reads import (
     API_KINDS,
     DELETED,
@@ -350,17 +349,9 @@ class LaharClient:
         subject_filter = event_filter(resolved, scope or CLUSTER_SCOPE, name=name)
         events = await read_events(self.bus, subject_filter)
         if resolved in ("pod", "podgroup") and scope is not None:
-            # some of its events come in its namespace's bundles (contracts/bundles.py); a pod's in
-            # bundles that name the job its writers correlate it with
-            bundle_kind = POD_BUNDLE_KIND if resolved == "pod" else OBJECT_BUNDLE_KIND
-            bundled = await read_events(self.bus, event_filter(bundle_kind, scope))
             jobs = await self._pod_jobs(name, scope) if resolved == "pod" else None
-            ours = (
-                e
-                for e in bundled
-                if e.kind == resolved and e.name == name and (jobs is None or e.correlation_id in jobs)
-            )
-            events = sorted([*events, *ours], key=lambda e: e.seq)
+            bundled = await bundled_events(self.bus, resolved, scope, name, jobs)
+            events = sorted([*events, *bundled], key=lambda e: e.seq)
         return history_of(events)
 
     async def _pod_jobs(self, pod_name: str, namespace: str) -> set[str] | None:

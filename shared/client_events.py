@@ -1,13 +1,15 @@
 """Reading events back from the log for the client (shared/client.py): a job's history and one object's
-events, each a replay of the events stream under a subject filter, bundles unpacked into their events."""
+events, each a replay of the events stream under a subject filter, bundles unpacked into their events
+(and, for one object, its own picked out of its namespace's bundles)."""
 
 from __future__ import annotations
 
 import nats.js.errors
 
+from contracts.bundles import OBJECT_BUNDLE_KIND, POD_BUNDLE_KIND
 from shared.bus.bundles import is_bundle, unpack
 from shared.bus.jetstream import Bus
-from shared.bus.subjects import EVENTS_STREAM, parse_event_subject
+from shared.bus.subjects import EVENTS_STREAM, event_filter, parse_event_subject
 from shared.client_reads import RawEvent
 
 
@@ -47,3 +49,16 @@ async def read_events(bus: Bus, subject_filter: str) -> list[RawEvent]:
                 )
             )
     return raw
+
+
+async def bundled_events(
+    bus: Bus, kind: str, namespace: str, name: str, jobs: set[str] | None = None
+) -> list[RawEvent]:
+    """The events about one pod or PodGroup that came in its namespace's bundles (contracts/bundles.py),
+    in log order; a pod's only those its writers correlated with one of `jobs` (None: any job)."""
+    bundle_kind = POD_BUNDLE_KIND if kind == "pod" else OBJECT_BUNDLE_KIND
+    return [
+        e
+        for e in await read_events(bus, event_filter(bundle_kind, namespace))
+        if e.kind == kind and e.name == name and (jobs is None or e.correlation_id in jobs)
+    ]

@@ -113,18 +113,27 @@ async def test_describe_and_job_view_say_why_a_job_waits(cli: Cli, bus: Bus, etc
     pod = replace(pod_for(waiting, waiting.tasks[0], 0, created_at=1e9), status=PodStatus(phase="Pending"))
     for seq, obj in enumerate((waiting, group, node, pod, Queue(ObjectMeta("research", ""))), start=1):
         await store(etcd, obj, seq=seq)
-    payload = {
-        "phase": "Pending",
-        "conditions": [{"type": "Unschedulable", "status": "True", "message": WHY}],
-    }
+    # as the binder commits statuses: several PodGroups' in one object bundle (contracts/bundles.py)
+    statuses = [
+        {
+            "name": group_name,
+            "id": str(uuid.uuid4()),
+            "correlation_id": f"default/{group_name}",
+            "payload": {
+                "phase": "Pending",
+                "conditions": [{"type": "Unschedulable", "status": "True", "message": message}],
+            },
+        }
+        for group_name, message in (("gpu", WHY), ("other", "not this one's"))
+    ]
     status = Envelope.create(
-        "PodGroupStatusChanged",
+        "PodGroupStatusesChanged",
         time=time.time() - 5,
         producer="binder",
         correlation_id="default/gpu",
-        payload=payload,
+        payload={"events": statuses},
     )
-    await bus.publish(status, event_subject("podgroup", "default", "gpu", status.type, status.producer))
+    await bus.publish(status, event_subject("objects", "default", "all", status.type, status.producer))
 
     code, out, _ = await cli("describe", "vcjob", "gpu")
     lines = out.splitlines()
@@ -139,6 +148,7 @@ async def test_describe_and_job_view_say_why_a_job_waits(cli: Cli, bus: Bus, etc
 
     code, out, _ = await cli("describe", "pg", "gpu")
     assert code == 0 and out.splitlines()[-1].endswith(WHY) and "podgroup/gpu" not in out.splitlines()[-1]
+    assert "not this one's" not in out  # the other PodGroup's status in the same bundle
     code, out, _ = await cli("describe", "pod", "gpu-worker-0")
     assert code == 0 and "PodGroup Conditions (gpu, Pending):" in out and out.endswith("Events:  <none>\n")
     code, out, _ = await cli("describe", "node", "n1")
