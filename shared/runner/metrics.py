@@ -16,6 +16,7 @@ class RunnerMetrics:
         self.service = service
         self._applied: dict[str, Any] = {}  # phase -> its series (every event counts: looked up once)
         self._published: dict[tuple[str, str], Any] = {}  # (type, result) -> its series
+        self._sent: dict[str, Any] = {}  # result -> its series of messages
         self.events_applied = registry.counter(
             "lahar_runner_events_applied_total",
             "Records of the log folded into the state (a bundle counts once)",
@@ -121,7 +122,10 @@ class RunnerMetrics:
     def sent(self, results: Iterable[str]) -> None:
         """One message per result: how each message of a publish operation ended."""
         for result, count in Counter(results).items():
-            self.messages.labels(self.service, result).inc(count)
+            child = self._sent.get(result)
+            if child is None:
+                child = self._sent[result] = self.messages.labels(self.service, result)
+            child.inc(count)
 
     def checkpointed(self, result: str) -> None:
         self.checkpoints.labels(self.service, result).inc()
