@@ -28,13 +28,14 @@ from services.node_agent.config import NodeAgentConfig, agent_nodes
 from services.node_agent.core.core import NodeAgentCore
 from services.queue_controller.core.projection import ProjectedCore
 from services.scheduler.state import ViewCore
-from shared.bus.bundles import BUNDLE_OF, record_events
+from shared.bus.bundles import BUNDLE_OF
 from shared.bus.jetstream import Bus
 from shared.bus.records import StreamRecord
 from shared.bus.subjects import EVENTS_STREAM, EventSubject, parse_event_subject
-from shared.runner.events import to_event
+from shared.runner.events import record_to_events
 from shared.security.secret_keys import PRIVATE_FILE, load_private_key
 from shared.servers import NatsServer
+from shared.service import tune_gc
 
 SERVICES = (
     "admission",
@@ -95,8 +96,8 @@ def fold_rates(core: Any, log: Sequence[tuple[StreamRecord, EventSubject]], pass
         started = time.process_time()
         count = 0
         for record, ref in log:
-            for event_ref, env in record_events(ref, record.envelope()):
-                state = core.apply(state, to_event(record.seq, event_ref, env))
+            for event in record_to_events(record.seq, ref, record.envelope()):
+                state = core.apply(state, event)
                 count += 1
         rates.append(count / max(time.process_time() - started, 1e-9))
     return rates
@@ -145,6 +146,7 @@ def run(
     loop: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     records = asyncio.run(read_log(home / "nats"))
+    tune_gc()  # collected as the services are collected: a default young generation would time the collector
     # the stack's node agents' key, when it had one: their core opens the job secrets as it folds them
     key_file = home / "creds" / PRIVATE_FILE
     key = load_private_key(key_file) if key_file.exists() else None

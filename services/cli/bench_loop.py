@@ -17,10 +17,9 @@ from typing import Any
 
 import msgspec
 
-from shared.bus.bundles import record_events
 from shared.bus.records import StreamRecord
 from shared.bus.subjects import EventSubject
-from shared.runner.events import to_event
+from shared.runner.events import record_to_events
 
 _encode = msgspec.msgpack.Encoder().encode
 
@@ -38,8 +37,7 @@ def loop_pass(
     now = 0.0
     for i, (record, ref) in enumerate(log, 1):
         started = clock()
-        for event_ref, env in record_events(ref, record.envelope()):
-            event = to_event(record.seq, event_ref, env)
+        for event in record_to_events(record.seq, ref, record.envelope()):
             state = core.apply(state, event)
             touched.update(core.touched(state, event))
             now = event.time

@@ -22,9 +22,9 @@ from services.scheduler.core.conf import default_conf
 from services.scheduler.core.framework.session import Session
 from services.scheduler.core.snapshot import ClusterSnapshot
 from services.scheduler.state import ViewCore
-from shared.bus.bundles import BUNDLE_OF, record_events
+from shared.bus.bundles import BUNDLE_OF
 from shared.bus.subjects import parse_event_subject
-from shared.runner.events import to_event
+from shared.runner.events import record_to_events
 from shared.service import tune_gc
 
 
@@ -39,11 +39,11 @@ def snapshots(home: Path, every: int) -> list[tuple[ClusterSnapshot, float]]:
         ref = parse_event_subject(record.subject)
         if BUNDLE_OF.get(ref.type, ref.type) not in core.reads:
             continue
-        for event_ref, env in record_events(ref, record.envelope()):
-            state = core.apply(state, to_event(record.seq, event_ref, env))
+        for event in record_to_events(record.seq, ref, record.envelope()):
+            state = core.apply(state, event)
             folded += 1
             if folded % every == 0:
-                kept.append((state.view.snapshot(), env.time))
+                kept.append((state.view.snapshot(), event.time))
     return kept
 
 

@@ -19,7 +19,7 @@ from contracts.payloads import Payload, PayloadError
 from contracts.typed_events import RawPayload, decode_payload, encode_payload
 from shared.runner_types import derived_event_id
 
-__all__ = ["Envelope", "EnvelopeError", "derived_event_id", "new_event_id"]
+__all__ = ["Envelope", "EnvelopeError", "derived_event_id", "new_event_id", "usual_id_and_trace"]
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 # what str(uuid) gives: the usual id, checked without building a UUID (any form uuid.UUID reads is valid)
@@ -199,6 +199,16 @@ class _WireEnvelope(msgspec.Struct):
 _WIRE = msgspec.msgpack.Decoder(_WireEnvelope)
 # The first byte of a MessagePack map: fixmap (0x80-0x8f), map 16 (0xde), map 32 (0xdf).
 _MAP_HEADER = tuple(0x80 <= byte <= 0x8F or byte in (0xDE, 0xDF) for byte in range(256))
+
+
+def usual_id_and_trace(event_id: str, traceparent: str | None) -> bool:
+    """Whether an event id and trace parent are the usual ones an envelope accepts at once (a canonical
+    UUID; no trace parent, or a W3C one). A reader that makes events without an Envelope (a bundle's,
+    shared/bus/bundles.py) checks them here and builds the Envelope, which names the problem, only when
+    this says no."""
+    return _CANONICAL_UUID.match(event_id) is not None and (
+        traceparent is None or _TRACEPARENT.match(traceparent) is not None
+    )
 
 
 def _validate(env: Envelope) -> list[str]:

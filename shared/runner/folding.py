@@ -15,16 +15,28 @@ from typing import Generic
 from opentelemetry.trace import SpanKind, Tracer
 
 from contracts.bus_messages import QuarantineReason
-from shared.bus.bundles import BUNDLE_OF, unpack
+from shared.bus.bundles import BUNDLE_OF, BundleItem, BundleRead, read_bundle
 from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.records import StreamRecord
 from shared.bus.subjects import EventSubject, parse_event_subject
-from shared.runner.events import span_attributes, to_event
+from shared.runner.events import bundled_event, span_attributes, to_event
 from shared.runner.metrics import RunnerMetrics
 from shared.runner.publisher import Publisher
 from shared.runner.quarantine import Quarantine, unreadable
 from shared.runner_types import Core, Event, Key, S
 from shared.telemetry.tracing import extract_context, trace_headers
+
+# where an event came from: its own record (subject, envelope), or a bundle and the bundle's item
+_Origin = tuple[EventSubject, Envelope] | tuple[BundleRead, BundleItem]
+
+
+def _subject_and_envelope(origin: _Origin) -> tuple[EventSubject, Envelope]:
+    first, second = origin
+    if isinstance(first, BundleRead):
+        assert isinstance(second, BundleItem)
+        return first.subject(second), first.envelope(second)
+    assert isinstance(second, Envelope)
+    return first, second
 
 
 class RecordFolding(Generic[S]):
@@ -59,8 +71,9 @@ class RecordFolding(Generic[S]):
                 return
             env = record.envelope()
             if read_type is not ref.type:
-                for item_ref, item_env in unpack(ref, env):
-                    self._apply_one(record, item_ref, item_env, live=live, track=track)
+                bundle = read_bundle(ref, env)
+                for item in bundle.events:
+                    self._apply_item(record, bundle, item, live=live, track=track)
                 self.seq = record.seq
                 self.metrics.applied("live" if live else "replay", record.seq)
                 return
@@ -75,7 +88,7 @@ class RecordFolding(Generic[S]):
     def _apply_one(
         self, record: StreamRecord, ref: EventSubject, env: Envelope, *, live: bool, track: bool
     ) -> None:
-        """Fold one event of a record (the record itself, or one event of its bundle)."""
+        """Fold a record that is one event."""
         try:
             event = to_event(record.seq, ref, env)
         except (EnvelopeError, ValueError) as exc:
@@ -83,13 +96,38 @@ class RecordFolding(Generic[S]):
             # stall the service forever (unreadable names why).
             self._quarantine(record, ref, env, unreadable(exc), exc)
             return
+        self._apply_event(record, event, env.tracestate, (ref, env), live=live, track=track)
+
+    def _apply_item(
+        self, record: StreamRecord, bundle: BundleRead, item: BundleItem, *, live: bool, track: bool
+    ) -> None:
+        """Fold one event of a bundle (each is set aside alone if it must be)."""
         try:
-            self._fold(event, env, live)
+            event = bundled_event(record.seq, bundle, item)
+        except (EnvelopeError, ValueError) as exc:
+            self._quarantine(record, bundle.subject(item), bundle.envelope(item), unreadable(exc), exc)
+            return
+        self._apply_event(record, event, bundle.env.tracestate, (bundle, item), live=live, track=track)
+
+    def _apply_event(
+        self,
+        record: StreamRecord,
+        event: Event,
+        tracestate: str | None,
+        origin: _Origin,
+        *,
+        live: bool,
+        track: bool,
+    ) -> None:
+        """Apply an event and note the keys it touched. `origin` (the event's subject and envelope, or
+        its bundle and item) is only read to set it aside."""
+        try:
+            self._fold(event, tracestate, live)
         except Exception as exc:
             # A core that cannot apply an event would raise on it at every replay: it is set aside. Cores
             # are deterministic, so every replay and every replica set it aside the same way; what a
             # partial apply left in the state is documented in docs/reliability.md.
-            self._quarantine(record, ref, env, "apply_error", exc)
+            self._quarantine(record, *_subject_and_envelope(origin), "apply_error", exc)
             self._full = True  # whatever the event did get, the outputs are decided again from the state
             return
         if track:
@@ -98,29 +136,34 @@ class RecordFolding(Generic[S]):
             except Exception as exc:
                 # The event is applied; only the keys it changed are unknown: reconcile everything.
                 self.metrics.touched_errors.inc()
-                self._record(record, ref, env, "touched_error", exc)
+                self._record(record, *_subject_and_envelope(origin), "touched_error", exc)
                 self._full = True
 
-    def _fold(self, event: Event, env: Envelope, live: bool) -> None:
+    def _fold(self, event: Event, tracestate: str | None, live: bool) -> None:
         # A core that writes no events (a scheduler replica) causes no outputs: the publisher need not
         # note, per event, the trace its outputs would join.
         causes = self._causes_outputs
         if live and self.publisher.records:
+            carrier = {
+                key: value
+                for key, value in (("traceparent", event.traceparent), ("tracestate", tracestate))
+                if value is not None
+            }
             with self.tracer.start_as_current_span(
-                f"apply {env.type}",
-                context=extract_context(env),
+                f"apply {event.type}",
+                context=extract_context(carrier),
                 kind=SpanKind.CONSUMER,
                 attributes=span_attributes(event),
             ):
                 self.state = self.core.apply(self.state, event)
                 if causes:  # outputs this event causes become children of this span
-                    self.publisher.seen(env.id, trace_headers().get("traceparent"))
+                    self.publisher.seen(event.id, trace_headers().get("traceparent"))
         else:
             # Replay is not traced per event (it would graft old events onto their traces again), nor is
             # anything when spans are not recorded: outputs then carry their cause's trace context.
             self.state = self.core.apply(self.state, event)
             if causes:
-                self.publisher.seen(env.id, env.traceparent)
+                self.publisher.seen(event.id, event.traceparent)
 
     def _quarantine(
         self,

@@ -13,13 +13,15 @@ from support.payload_examples import EXAMPLES
 
 from contracts import payloads
 from contracts.codec import encode_object
+from contracts.identity import WrongObject
 from contracts.payloads import PayloadError
 from contracts.typed_events import decode_payload
-from shared.bus.bundles import bundle_envelope, group_for_bundles, record_events, unpack
-from shared.bus.envelope import Envelope
+from shared.bus.bundles import bundle_envelope, group_for_bundles, read_bundle, record_events, unpack
+from shared.bus.envelope import Envelope, EnvelopeError
 from shared.bus.errors import EventRefused
 from shared.bus.identity_check import refuse_wrong_object
 from shared.bus.subjects import EventSubject, event_subject, parse_event_subject
+from shared.runner.events import bundled_event, to_event
 from shared.runner_types import Output, deterministic_id
 
 TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -219,3 +221,46 @@ def test_a_reader_sees_each_status_change_of_a_bundle_about_its_own_object_and_j
     wrong = parse_event_subject(event_subject("pods", "default", "a", bundle_type, "binder"))
     with pytest.raises(PayloadError, match="'objects' subject"):
         unpack(wrong, env)
+
+
+def test_the_loop_makes_each_bundled_event_as_a_reader_of_its_envelope_would() -> None:
+    outputs = [
+        out("PodCreated", "a"),
+        out("PodCreated", "b", job="other", causation_id=None),
+        out("PodCreated", "c", causation_id="own-cause"),
+    ]
+    ref, env = bundled(outputs, [TRACE, None, "00-" + "1" * 32 + "-" + "2" * 16 + "-01"])
+    bundle = read_bundle(ref, env)
+    straight = [bundled_event(9, bundle, item) for item in bundle.events]
+    assert straight == [to_event(9, r, e) for r, e in unpack(ref, env)]
+    assert [(e.correlation_id, e.causation_id) for e in straight] == [
+        ("default/train", "cause"),
+        ("default/other", None),
+        ("default/train", "own-cause"),
+    ]
+    # an event without a trace of its own has the bundle's (its first event's)
+    assert [e.traceparent for e in straight[:2]] == [TRACE, TRACE] and straight[2].traceparent != TRACE
+    # a bundled event whose Pod is another object is refused, as a lone one is
+    forged = msgspec.structs.replace(bundle.events[0], payload=bundle.events[2].payload)
+    with pytest.raises(WrongObject, match="'default/c'"):
+        bundled_event(1, bundle, forged)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [("id", "not-a-uuid", "id must be a UUID"), ("traceparent", "00-xyz", "traceparent")],
+)
+def test_a_bundled_event_whose_id_or_trace_an_envelope_refuses_makes_the_bundle_unreadable(
+    field: str, value: str, problem: str
+) -> None:
+    event = {"name": "a", "id": deterministic_id("t", "a"), "payload": {"node": "n", "plan": "p"}}
+    ref, env = raw_bundle([event, {**event, "name": "b", field: value}])
+    with pytest.raises(EnvelopeError, match=problem):
+        read_bundle(ref, env)
+
+
+def test_a_bundled_event_id_in_another_uuid_form_is_read_as_an_envelope_reads_it() -> None:
+    upper = deterministic_id("t", "a").upper()
+    ref, env = raw_bundle([{"name": "a", "id": upper, "payload": {"node": "n", "plan": "p"}}])
+    bundle = read_bundle(ref, env)
+    assert bundled_event(1, bundle, bundle.events[0]).id == upper == unpack(ref, env)[0][1].id
