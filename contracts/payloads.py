@@ -49,8 +49,12 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True):
     """Base of every payload. Unknown fields are ignored (a newer writer may add some)."""
 
 
-class ObjectPayload(Payload, frozen=True, kw_only=True):
-    """A payload that carries one API object of the kind `expected_kind()` names."""
+class ObjectPayload(Payload, frozen=True, kw_only=True, dict=True):
+    """A payload that carries one API object of the kind `expected_kind()` names.
+
+    `dict=True` gives each payload a place for its decoded object (not a field: never encoded nor
+    compared), so that the cores of one service that read the same event (the job-controller's Jobs and
+    workloads) decode its object once."""
 
     object: EncodedObject
 
@@ -62,8 +66,13 @@ class ObjectPayload(Payload, frozen=True, kw_only=True):
         return _OBJECT_KINDS[cls.__name__]
 
     def decoded(self) -> Any:
-        """The object (contracts.objects), decoded by contracts.codec."""
-        return decode_object(self.object)
+        """The object (contracts.objects), decoded by contracts.codec once per payload; it is frozen, as
+        every decoded object is, so its readers share it."""
+        kept = self.__dict__
+        obj = kept.get("_decoded")
+        if obj is None:
+            obj = kept["_decoded"] = decode_object(self.object)
+        return obj
 
 
 def _check_kind(value: Any, kind: str, field: str) -> None:

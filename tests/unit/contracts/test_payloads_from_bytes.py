@@ -106,6 +106,16 @@ def test_an_object_of_another_kind_is_refused_from_bytes() -> None:
         read(written("JobSubmitted", pod))
 
 
+def test_an_events_object_is_decoded_once_for_all_its_readers_and_is_not_part_of_the_payload() -> None:
+    event = read(written("JobSubmitted", encode_payload(EXAMPLES["JobSubmitted"])), name="train")
+    submitted = event.payload_as(payloads.JobSubmitted)
+    job = submitted.decoded()
+    assert submitted.decoded() is job and job == EXAMPLES["JobSubmitted"].decoded()
+    # what is kept beside the fields is neither written nor compared
+    assert msgspec.msgpack.encode(submitted) == msgspec.msgpack.encode(EXAMPLES["JobSubmitted"])
+    assert submitted == EXAMPLES["JobSubmitted"]
+
+
 def test_an_old_version_read_from_bytes_is_upcast() -> None:
     event = read(written("JobStatusChanged", {"phase": "Running", "counts": {"running": 2}}, version=1))
     assert event.version == 1
