@@ -117,8 +117,10 @@ async def _run_round(
     pods = sum(job.pods for job in jobs)
     round_ = _Round(jobs)
     pids = stack.pids()
-    cpu_before = {name: procstat.cpu_seconds(pid) for name, pid in pids.items()}
+    # the services' counters are scraped before their CPU is read, and again after: formatting a scrape
+    # (thousands of series in the binder, one per node and resource) is the bench's cost, not the round's
     counters_before = await _counters(stack)
+    cpu_before = {name: procstat.cpu_seconds(pid) for name, pid in pids.items()}
     watcher = asyncio.create_task(
         follow_binds_and_phases(bus, round_.observe, await bus.last_seq(EVENTS_STREAM) + 1)
     )
