@@ -11,10 +11,12 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+import prometheus_client
 import pytest
 import structlog
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.metrics_core import Metric
 
 from shared.bus.envelope import Envelope
 from shared.telemetry.logs import setup_logging
@@ -86,6 +88,61 @@ def test_scraped_families_read_their_sources_at_each_scrape() -> None:
     assert "# TYPE lahar_things_total counter\nlahar_things_total 3.0\n" in registry.render()
     with pytest.raises(ValueError, match="scraped gauge"):
         registry.scraped("volcano_queue_share", "Share", ("queue_name",), kind="counter")
+
+
+HELP = 'help with \\ and\nnewline "quoted"'
+
+
+class _AsPrometheusClientWrites:
+    """The rows of a scraped family as prometheus-client's own samples, for its generate_latest."""
+
+    def __init__(self, name: str, help: str, labels: tuple[str, ...], kind: str, rows: list[Any]) -> None:
+        self.args = (name, help, labels, kind, rows)
+
+    def collect(self) -> Iterator[Any]:
+        name, help, labels, kind, rows = self.args
+        if kind == "counter" and name.endswith("_total"):
+            family = Metric(name[: -len("_total")], help, "counter")
+        else:
+            family = Metric(name, help, "gauge" if kind == "gauge" else "unknown")
+        for values, value in rows:
+            family.add_sample(name, dict(zip(labels, values, strict=True)), value)
+        yield family
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("lahar_node_allocated", "gauge"), ("lahar_things_total", "counter"), ("volcano_job_counts", "counter")],
+)
+def test_a_scraped_family_is_written_as_prometheus_client_writes_its_rows(name: str, kind: str) -> None:
+    labels = ("resource", "node")  # not in name order: prometheus-client sorts them
+    rows = [
+        (("cpu", "node-1"), 2.5),
+        (("memory", 'odd"\\name\n'), 8589934592.0),
+        (("pods", "node-2"), 0),
+        (("gpu", "node-3"), math.inf),
+        (("disk", "node-4"), -math.inf),
+        (("net", "node-5"), 1e-7),
+    ]
+    registry = Registry()
+    registry.scraped(name, HELP, labels, kind).source(lambda: rows)
+    ours = registry.render()
+    expected = prometheus_client.generate_latest(
+        _AsPrometheusClientWrites(name, HELP, labels, kind, rows)
+    ).decode()
+    assert ours == expected
+    assert registry.render() == expected  # the second scrape, from the lines kept
+    # values changed, a row gone and a new one: each line is written again from what it says now
+    rows[0] = (("cpu", "node-1"), 3.0)
+    rows[1] = (("memory", 'odd"\\name\n'), 1.5)
+    rows[2] = (("pods", "node-9"), 7)
+    expected = prometheus_client.generate_latest(
+        _AsPrometheusClientWrites(name, HELP, labels, kind, rows)
+    ).decode()
+    assert registry.render() == expected
+    nan = Registry()
+    nan.scraped("lahar_nan", "", ()).source(lambda: [((), math.nan)])
+    assert nan.render().endswith("\nlahar_nan NaN\n")
 
 
 def test_the_process_wide_registry_has_the_process_metrics() -> None:
