@@ -36,14 +36,14 @@ from contracts.plans import PlanMessage, PodGroupUpdate
 from services.scheduler.core.live import LiveObjects
 from services.scheduler.core.model.node_base import NodeRows
 from services.scheduler.core.snapshot import ClusterSnapshot, podgroup_key
-from services.scheduler.evolve import evolve
-from services.scheduler.pod_decode import PodDecoder
 from services.scheduler.view_events import (
     CAPACITY,
     HANDLERS,
     event_key,
     with_status,
 )
+from shared.evolve import evolve
+from shared.pod_decode import PodDecoder
 
 if TYPE_CHECKING:
     from shared.runner_types import Event
@@ -94,7 +94,7 @@ class SchedulerView:
         self.logged_pods: dict[str, Pod] = {}
         self.logged_podgroups: dict[str, PodGroup] = {}
         self.shown = LiveObjects()
-        self.pod_decoder = PodDecoder()  # the pods PodCreated carries, their specs shared (pod_decode.py)
+        self.pod_decoder = PodDecoder()  # the pods PodCreated carries, specs shared (shared/pod_decode.py)
         # pod key -> (plan id, what the plan does to it: bind, evict or nominate, and the node)
         self._pod_assumed: dict[str, tuple[str, tuple[str, str]]] = {}
         self._group_assumed: dict[str, tuple[str, PodGroupUpdate]] = {}

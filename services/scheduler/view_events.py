@@ -16,7 +16,7 @@ from contracts.objects import HyperNode, Node, Pod, PodGroup, PriorityClass, Que
 from contracts.payloads import ObjectPayload, podgroup_condition
 from contracts.plans import PodGroupUpdate
 from services.scheduler.core.live import FINISHED_POD_PHASES
-from services.scheduler.evolve import evolve
+from shared.evolve import evolve
 
 if TYPE_CHECKING:
     from services.scheduler.view import SchedulerView

@@ -62,6 +62,7 @@ from services.node_agent.core.state import (
     dump_state,
     load_state,
 )
+from shared.pod_decode import PodBytes, PodDecoder
 from shared.runner_types import Event, Output, deterministic_id
 
 # what an agent reports about a pod it runs
@@ -90,6 +91,7 @@ class NodeAgentCore:
             name: _registration(node) for name, node in self.nodes.items()
         }
         self.default_grace_s = default_grace_s
+        self.pod_decoder = PodDecoder()  # the specs and statuses of bound pods, decoded once per bytes
         self._handlers: dict[str, Callable[[AgentState, Event, str], None]] = {
             "PodCreated": self._created,
             "PodBound": self._bound,
@@ -214,10 +216,25 @@ class NodeAgentCore:
                 actions.append(Stop(orphan.pod, key, orphan.grace_s))
         return state, actions
 
+    def _bound_pod(self, encoded: Mapping[str, Any], parts: PodBytes | None, node: str) -> Pod | None:
+        """The pod a PodCreated carries, bound to `node`: its spec and status shared with the pods that
+        carry the same bytes (shared/pod_decode.py), or decoded in full without them (restored from a
+        checkpoint, an unusual payload)."""
+        if parts is not None:
+            pod = self.pod_decoder.from_plain(encoded, parts, node_name=node)
+            if pod is not None:
+                return pod
+        return _bound_pod(encoded, node)
+
     # --- folding events ---------------------------------------------------------------------------
     def _created(self, state: AgentState, event: Event, key: str) -> None:
         # kept encoded: most pods are bound to another agent's nodes, and decoding is the costly part
         state.specs[key] = event.payload_as(payloads.PodCreated).object
+        parts = self.pod_decoder.pod_bytes(event)
+        if parts is None:
+            state.spec_bytes.pop(key, None)
+        else:
+            state.spec_bytes[key] = parts
 
     def _bound(self, state: AgentState, event: Event, key: str) -> None:
         node = event.payload_as(payloads.PodBound).node
@@ -227,9 +244,8 @@ class NodeAgentCore:
         if node not in self.nodes:
             return
         encoded = state.specs.get(key)
-        state.runs[key] = Run(
-            run_id=event.id, node=node, pod=None if encoded is None else _bound_pod(encoded, node)
-        )
+        pod = None if encoded is None else self._bound_pod(encoded, state.spec_bytes.get(key), node)
+        state.runs[key] = Run(run_id=event.id, node=node, pod=pod)
 
     def _evicting(self, state: AgentState, event: Event, key: str) -> None:
         run = state.runs.get(key)
@@ -241,7 +257,7 @@ class NodeAgentCore:
             run.stop_reason = EVICTED
 
     def _deletion_requested(self, state: AgentState, event: Event, key: str) -> None:
-        state.specs.pop(key, None)
+        _forget_spec(state, key)
         run = state.runs.get(key)
         # a request naming another node (or none: made while the pod was unbound) is about another run
         asked = event.payload_as(payloads.PodDeletionRequested).node
@@ -255,7 +271,7 @@ class NodeAgentCore:
         run = state.runs.get(key)
         if run is not None and run.node == event.payload_as(payloads.PodLost).node:
             del state.runs[key]
-            state.specs.pop(key, None)  # that generation is over; its replacement brings its own spec
+            _forget_spec(state, key)  # that generation is over; its replacement brings its own spec
             self._abandon(state, key, run)
 
     def _registered(self, state: AgentState, event: Event, key: str) -> None:
@@ -270,7 +286,7 @@ class NodeAgentCore:
             return
         phase = _PHASE_OF[event.type]
         if phase in (SUCCEEDED, FAILED):
-            state.specs.pop(key, None)  # finished for good: a retry is a new PodCreated
+            _forget_spec(state, key)  # finished for good: a retry is a new PodCreated
         run.published = phase
         if phase in TERMINAL:
             del state.runs[key]
@@ -329,6 +345,11 @@ def _registration(node: Node) -> Output:
         causation_id=None,
         correlation_id=name,
     )
+
+
+def _forget_spec(state: AgentState, key: str) -> None:
+    state.specs.pop(key, None)
+    state.spec_bytes.pop(key, None)
 
 
 def _bound_pod(encoded: Mapping[str, Any], node: str) -> Pod | None:

@@ -20,6 +20,7 @@ import msgpack
 
 from contracts.codec import decode, encode
 from contracts.objects import Pod
+from shared.pod_decode import PodBytes
 
 # what the log says was published for a run
 RUNNING = "Running"
@@ -107,6 +108,9 @@ class AgentState:
     registered: dict[str, str] = field(default_factory=dict)
     # pods created and not finished, on any node, as encoded in their PodCreated (decoded when bound here)
     specs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the bytes of those pods' specs and statuses, which name their shared decoded values
+    # (shared/pod_decode.py); not checkpointed: a pod restored without them is decoded in full
+    spec_bytes: dict[str, PodBytes] = field(default_factory=dict, compare=False)
     runs: dict[str, Run] = field(default_factory=dict)  # pod key -> its current run on one of our nodes
     orphans: dict[str, Orphan] = field(default_factory=dict)  # run id -> orphan
     # pod keys and orphan run ids whose runtime actions may have changed (plan_actions looks only at

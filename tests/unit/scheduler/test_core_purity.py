@@ -23,6 +23,8 @@ PURE_FILES = [
     ROOT / "shared" / "ring.py",
     ROOT / "shared" / "name_uuid.py",
     ROOT / "shared" / "plan_ids.py",
+    ROOT / "shared" / "evolve.py",
+    ROOT / "shared" / "pod_decode.py",
     ROOT / "contracts" / "plans.py",
 ]
 # pure modules of the runtime library that cores may use
@@ -33,6 +35,8 @@ ALLOWED_SHARED = {
     "shared.usage.book",
     "shared.name_uuid",
     "shared.plan_ids",
+    "shared.evolve",
+    "shared.pod_decode",
 }
 FORBIDDEN_MODULES = {
     "asyncio",

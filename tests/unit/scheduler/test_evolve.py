@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from support.builders import pod, podgroup
 
-from services.scheduler.evolve import evolve
+from shared.evolve import evolve
 
 
 def test_evolve_is_replace() -> None:

@@ -1,5 +1,6 @@
-"""The view decodes the pod a PodCreated carries as the generic codec does, building each distinct spec and
-status once (services/scheduler/pod_decode.py)."""
+"""The pod a PodCreated carries is decoded as the generic codec decodes it, each distinct spec and status
+built once (shared/pod_decode.py): by the scheduler's view when it folds the event, by a node agent when
+the pod is bound to one of its nodes."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from support.events import EventLog
 
 from contracts.codec import encode_object
 from contracts.objects import Pod, Toleration
-from services.scheduler import pod_decode
-from services.scheduler.pod_decode import PodDecoder
 from services.scheduler.view import SchedulerView
 from services.scheduler.view_events import event_object
+from shared import pod_decode
 from shared.bus.envelope import Envelope
 from shared.bus.subjects import EventSubject
+from shared.evolve import evolve
+from shared.pod_decode import PodBytes, PodDecoder
 from shared.runner.events import to_event
 from shared.runner_types import Event
 
@@ -72,3 +74,30 @@ def test_the_view_folds_pods_from_the_bus() -> None:
         view.apply(from_the_bus(p, seq=i + 1))
     assert view.pod_decoder.decoded == 2
     assert view.snapshot().pods == tuple(pods)
+
+
+def test_a_pod_decoded_when_it_is_bound_is_the_codecs_pod_on_that_node() -> None:
+    """What a node agent does: the plain object kept from the PodCreated, decoded at its PodBound."""
+    decoder = PodDecoder()
+    created = [pod(f"w-{i}", "g") for i in range(3)]
+    bound = []
+    for i, p in enumerate(created):
+        event = from_the_bus(p, seq=i + 1)
+        parts = decoder.pod_bytes(event)
+        assert parts is not None
+        bound.append(decoder.from_plain(event.data.object, parts, node_name=f"n{i}"))  # type: ignore[attr-defined]
+    expected = [evolve(p, spec=evolve(p.spec, node_name=f"n{i}")) for i, p in enumerate(created)]
+    assert bound == expected and decoder.decoded == 2
+    # an object without its three parts is left to the generic codec, which names what is wrong
+    assert decoder.from_plain({"kind": "Pod", "object": {"meta": {}}}, PodBytes(b"", b"")) is None
+
+
+def test_a_podcreated_holding_another_kind_is_refused_naming_it() -> None:
+    event = from_the_bus(pod("a", "g"))
+    job_payload = {"object": {"kind": "Job", "object": {}}}
+    env = Envelope.create("Unchecked", time=1.0, producer="job-controller", correlation_id="default/a")
+    forged = Envelope(**{**env.to_dict(), "type": "PodCreated", "payload": job_payload})
+    ref = EventSubject("pod", "job-controller", "PodCreated", "default", "a")
+    with pytest.raises(ValueError, match="expected an encoded Pod"):
+        PodDecoder().pod(to_event(1, ref, Envelope.decode(forged.encode())))
+    assert PodDecoder().pod_bytes(event) is not None
