@@ -224,7 +224,7 @@ class NodeAgentCore:
             pod = self.pod_decoder.from_plain(encoded, parts, node_name=node)
             if pod is not None:
                 return pod
-        return _bound_pod(encoded, node)
+        return _bound_pod_in_full(encoded, node)
 
     # --- folding events ---------------------------------------------------------------------------
     def _created(self, state: AgentState, event: Event, key: str) -> None:
@@ -352,7 +352,7 @@ def _forget_spec(state: AgentState, key: str) -> None:
     state.spec_bytes.pop(key, None)
 
 
-def _bound_pod(encoded: Mapping[str, Any], node: str) -> Pod | None:
+def _bound_pod_in_full(encoded: Mapping[str, Any], node: str) -> Pod | None:
     """The pod a PodCreated carries, bound to `node` (None: the object is not a Pod). The node is set in
     the encoded spec, so the pod is decoded once and not copied twice more with `replace`."""
     obj = encoded.get("object")
