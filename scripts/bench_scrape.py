@@ -4,7 +4,7 @@
 
 - `prometheus_client`: the rows as prometheus-client samples, written by its generate_latest (how the
   registry wrote scraped families before);
-- `first`, `next` and `every value changed`: the registry's own writing (shared/telemetry/metrics.py,
+- `first`, `next` and `every value changed`: the registry's own writing (shared/telemetry/scraped.py,
   `Scraped.exposition`): the first scrape (every row's line written), the ones after when nothing changed
   (the lines kept), and when every value changed (each line written again, its labels' text kept).
 
@@ -24,7 +24,8 @@ from prometheus_client import generate_latest
 from prometheus_client.metrics_core import Metric
 
 from shared.service import tune_gc
-from shared.telemetry.metrics import Registry, SeriesGroup
+from shared.telemetry.metrics import Registry
+from shared.telemetry.scraped import SeriesGroup
 
 RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu")
 FAMILIES = ("lahar_node_allocatable", "lahar_node_allocated")

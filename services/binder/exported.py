@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contracts.resources import MILLI, PODS
 from services.binder.core.ledger import Ledger, split_key
-from shared.telemetry.metrics import Rows
+from shared.telemetry.scraped import Rows
 
 NODE_ALLOCATABLE = "lahar_node_allocatable"
 NODE_ALLOCATED = "lahar_node_allocated"

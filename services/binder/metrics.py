@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from contracts.evictions import PREEMPT, RECLAIM, eviction_cause
-from shared.telemetry.metrics import STAGE_BUCKETS, Registry, Rows, SeriesGroup, exponential_buckets
+from shared.telemetry.metrics import STAGE_BUCKETS, Registry, exponential_buckets
+from shared.telemetry.scraped import Rows, SeriesGroup
 
 # Volcano's eviction transaction actions (lahar has no gang-level preempt and reclaim actions)
 EVICTING_ACTIONS = frozenset({PREEMPT, RECLAIM, "gangpreempt", "gangreclaim"})

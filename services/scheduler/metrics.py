@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from services.scheduler.core.framework.plan import SessionResult
 from services.scheduler.core.framework.stats import SessionStats
 from services.scheduler.exported import QUEUE_FIGURES
-from shared.telemetry.metrics import STAGE_BUCKETS, Registry, Rows, SeriesGroup, exponential_buckets_range
+from shared.telemetry.metrics import STAGE_BUCKETS, Registry, exponential_buckets_range
+from shared.telemetry.scraped import Rows, SeriesGroup
 
 
 @dataclass(frozen=True, slots=True)
