@@ -63,8 +63,8 @@ def bundled_event(seq: int, bundle: BundleRead, item: BundleItem) -> Event:
 
 def record_to_events(seq: int, ref: EventSubject, env: Envelope) -> list[Event]:
     """The events one record holds, made as the service loop makes them (itself, or its bundle's
-    events); raises on the first that cannot be read. For the benchmarks, which fold a log as the loop
-    does without setting anything aside."""
+    events); raises on the first that cannot be read. For readers that fold a log as the loop does
+    without setting anything aside (the benchmarks, the tests)."""
     if ref.type not in BUNDLE_OF:
         return [to_event(seq, ref, env)]
     bundle = read_bundle(ref, env)

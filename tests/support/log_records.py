@@ -7,7 +7,7 @@ from shared.bus.bundles import record_events
 from shared.bus.envelope import Envelope
 from shared.bus.records import StreamRecord
 from shared.bus.subjects import EventSubject, parse_event_subject
-from shared.runner.events import to_event
+from shared.runner.events import record_to_events
 from shared.runner_types import Event
 
 
@@ -17,5 +17,5 @@ def subjects_and_envelopes(record: StreamRecord) -> list[tuple[EventSubject, Env
 
 
 def events_of(record: StreamRecord) -> list[Event]:
-    """The events the record holds, as a core sees them."""
-    return [to_event(record.seq, ref, env) for ref, env in subjects_and_envelopes(record)]
+    """The events the record holds, as a core sees them (made as the service loop makes them)."""
+    return record_to_events(record.seq, parse_event_subject(record.subject), record.envelope())
