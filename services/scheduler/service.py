@@ -61,10 +61,8 @@ class SchedulerConfig(RunnerConfig):
     # After a session that took T seconds, the next one waits until session_pacing x T has passed (a
     # periodic or ring-change session aside). Under a burst a replica then spends at most 1/(1+pacing)
     # of its time in sessions and each session places what arrived meanwhile, so the cost of opening a
-    # session over the whole cluster is shared by more placements. The wait is latency on the path of
-    # every pod that arrived during the session: 0.25 binds a burst faster than 1.0 (docs/benchmarks.md,
-    # "Sessions paced by a quarter of their cost"), at 1,000 and 10,000 nodes alike.
-    session_pacing: float = 0.25
+    # session over the whole cluster is shared by more placements; small sessions are barely delayed.
+    session_pacing: float = 1.0
     scheduler_conf_file: str = ""  # volcano-scheduler.conf; empty: the default conf
     seed: int = 0  # session n draws from Random(seed + n)
     membership_ttl_s: int = 5
