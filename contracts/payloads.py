@@ -20,7 +20,6 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 
 from contracts.codec import KINDS, decode_object
-from contracts.objects import PodGroupCondition
 
 T = TypeVar("T")
 
@@ -306,30 +305,6 @@ class PodGroupConditionPayload(Payload, frozen=True, kw_only=True):
     last_transition_time: EpochSeconds | None = None
     reason: str = ""
     message: str = ""
-
-
-def podgroup_condition(condition: PodGroupConditionPayload) -> PodGroupCondition:
-    """A condition as the API object holds it."""
-    return PodGroupCondition(
-        type=condition.type,
-        status=condition.status,
-        transition_id=condition.transition_id,
-        last_transition_time=condition.last_transition_time,
-        reason=condition.reason,
-        message=condition.message,
-    )
-
-
-def condition_payload(condition: PodGroupCondition) -> PodGroupConditionPayload:
-    """A PodGroup's condition as an event carries it."""
-    return PodGroupConditionPayload(
-        type=condition.type,
-        status=condition.status,
-        transition_id=condition.transition_id,
-        last_transition_time=condition.last_transition_time,
-        reason=condition.reason,
-        message=condition.message,
-    )
 
 
 class PodGroupStatusChanged(Payload, frozen=True, kw_only=True):

@@ -31,6 +31,7 @@ import msgspec
 
 from contracts import payloads
 from contracts.codec import encode_object
+from contracts.condition_payload import condition_payload
 from contracts.objects import PodGroupCondition
 from contracts.typed_events import encode_payload
 
@@ -39,7 +40,7 @@ WAYS = ("struct", "dataclass", "unchecked", "via_plain", "bytes")
 
 def sample_payloads() -> dict[str, payloads.Payload]:
     """One payload of each benchmarked event type, keyed by type."""
-    condition = payloads.condition_payload(
+    condition = condition_payload(
         PodGroupCondition(type="Scheduled", transition_id="t-1", last_transition_time=1_700_000_000.0)
     )
     return {

@@ -12,8 +12,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from contracts import payloads
+from contracts.condition_payload import podgroup_condition
 from contracts.objects import HyperNode, Node, Pod, PodGroup, PriorityClass, Queue
-from contracts.payloads import ObjectPayload, podgroup_condition
+from contracts.payloads import ObjectPayload
 from contracts.plans import PodGroupUpdate
 from services.scheduler.core.live import FINISHED_POD_PHASES
 from shared.evolve import evolve

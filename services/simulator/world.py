@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from contracts import payloads
+from contracts.condition_payload import podgroup_condition
 from contracts.errors import FieldError
 from contracts.job_shape import GROUP_NAME, POD_GENERATION
 from contracts.objects import Node, ObjectMeta, Pod, PodGroup, PodStatus, Queue, frozen_map
@@ -146,7 +147,7 @@ class World:
             self.podgroups[key] = event.payload_as(payloads.PodGroupCreated).decoded()
         elif etype == "PodGroupStatusChanged" and key in self.podgroups:
             status = event.payload_as(payloads.PodGroupStatusChanged)
-            conditions = tuple(payloads.podgroup_condition(c) for c in status.conditions)
+            conditions = tuple(podgroup_condition(c) for c in status.conditions)
             pg = self.podgroups[key]
             self.podgroups[key] = replace(
                 pg, status=replace(pg.status, phase=status.phase, conditions=conditions)

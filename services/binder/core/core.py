@@ -20,6 +20,7 @@ from typing import Any
 import msgpack
 
 from contracts import payloads
+from contracts.condition_payload import condition_payload
 from contracts.plans import PlanMessage, PodGroupUpdate, plan_from_plain, plan_to_plain
 from services.binder.core import liveness as live
 from services.binder.core.ledger import (
@@ -133,7 +134,7 @@ def podgroup_status(update: PodGroupUpdate, plan: str) -> payloads.PodGroupStatu
     """The status a plan gives a PodGroup, as the event that commits it."""
     return payloads.PodGroupStatusChanged(
         phase=update.phase,
-        conditions=tuple(payloads.condition_payload(c) for c in update.conditions),
+        conditions=tuple(condition_payload(c) for c in update.conditions),
         running=update.running,
         succeeded=update.succeeded,
         failed=update.failed,
