@@ -1,31 +1,19 @@
 """A PodGroup's condition between the API object (contracts.objects) and the payload an event carries it in
-(contracts.payloads: PodGroupStatusChanged, a plan's PodGroup updates)."""
+(contracts.payloads: PodGroupStatusChanged, a plan's PodGroup updates). Both have the same fields."""
 
 from __future__ import annotations
 
 from contracts.objects import PodGroupCondition
 from contracts.payloads import PodGroupConditionPayload
 
+_FIELDS = ("type", "status", "transition_id", "last_transition_time", "reason", "message")
+
 
 def podgroup_condition(condition: PodGroupConditionPayload) -> PodGroupCondition:
     """A condition as the API object holds it."""
-    return PodGroupCondition(
-        type=condition.type,
-        status=condition.status,
-        transition_id=condition.transition_id,
-        last_transition_time=condition.last_transition_time,
-        reason=condition.reason,
-        message=condition.message,
-    )
+    return PodGroupCondition(**{name: getattr(condition, name) for name in _FIELDS})
 
 
 def condition_payload(condition: PodGroupCondition) -> PodGroupConditionPayload:
     """A PodGroup's condition as an event carries it."""
-    return PodGroupConditionPayload(
-        type=condition.type,
-        status=condition.status,
-        transition_id=condition.transition_id,
-        last_transition_time=condition.last_transition_time,
-        reason=condition.reason,
-        message=condition.message,
-    )
+    return PodGroupConditionPayload(**{name: getattr(condition, name) for name in _FIELDS})
