@@ -47,8 +47,11 @@ ObjectKey = tuple[str, str | None, str]  # kind, namespace (None: cluster-scoped
 # one, so in a burst the wait grows, and more of a pod's quick changes (created, bound, running,
 # finished, its job's and PodGroup's counts) fall into one round and are written once. The wait never
 # exceeds MAX_FLUSH_WAIT_S (nor a longer read_model_interval_s): the lag a reader of the read model sees.
+# At 1 s a burst of 1,000 jobs (4,457 pods, about 2.5 s) still took two or three rounds midway, about 3.2
+# writes a pod in all; at 2 s it takes one, 1.6 writes a pod, which halved etcd's CPU for the burst and
+# took a tenth off the job-controller's (docs/benchmarks.md, "Read-model rounds at most 2 s apart").
 FLUSH_COST_FACTOR = 50
-MAX_FLUSH_WAIT_S = 1.0
+MAX_FLUSH_WAIT_S = 2.0
 
 
 def flush_wait(interval_s: float, last_round_s: float) -> float:
