@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-MAX_SCORE = 100
+MAX_SCORE = 100  # Kubernetes' MaxNodeScore: nodeorder's scorers share it from here
 
 
 def mean_one(per_resource: Sequence[int], valid: Sequence[bool] | None) -> int:

@@ -36,6 +36,7 @@ from services.scheduler.core.conf import argument
 from services.scheduler.core.framework.plugin import Event, Plugin
 from services.scheduler.core.plugins.kept_scores import KeptScores
 from services.scheduler.core.plugins.node_scores import (
+    MAX_SCORE,
     balanced_allocation_one,
     least_allocated_one,
     most_allocated_one,
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from services.scheduler.core.framework.session import Session
     from services.scheduler.core.model.task import TaskInfo
 
-MAX_SCORE = 100
 GPU = "nvidia.com/gpu"
 _WEIGHTS = {
     "leastrequested.weight": 1,
