@@ -11,9 +11,10 @@ they appear in Kubernetes:
 - TaintToleration: number of PreferNoSchedule taints the pod does not tolerate, reverse-scaled (fewest
   wins 100).
 Resources of a node: allocatable columns; what it holds = used + pipelined, since Volcano's scorers read
-the Kubernetes NodeInfo, which receives every pod placed in the session, reservations included. The
-resource scores of a request are kept for every node through the session and scored again only where a
-node changed (kept_scores.py, node_scores.py): the same numbers, at a fraction of the calls.
+the Kubernetes NodeInfo, which receives every pod placed in the session, reservations included. A
+node's resource scores for a request are kept through the session once computed, and computed again
+only after the node changed (kept_scores.py, node_scores.py): the same numbers, at a fraction of the
+calls.
 
 Deviations:
 - Kubernetes counts a container without a cpu/memory request as 100m / 200Mi ("non-zero requested")
