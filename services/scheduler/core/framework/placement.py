@@ -77,13 +77,16 @@ def feasible_nodes(
     nodes = ssn.nodes
     count = len(nodes)
     failures = [f for f in ssn.predicate_failures(task) if not (resolvable_ok and f.resolvable)]
-    mask = np.ones(count, dtype=bool) if allowed is None else allowed.copy()
-    for failure in failures:
-        mask &= ~failure.nodes
     cols = task.requested_columns
-    if check_resources and len(cols):
-        future_idle = nodes.future_idle()
-        mask &= fits_rows(future_idle, cols, task.init_vector)
+    fits = check_resources and len(cols)
+    if fits and allowed is None and not failures:
+        mask = fits_rows(nodes.future_idle(), cols, task.init_vector)  # the usual case: a new array
+    else:
+        mask = np.ones(count, dtype=bool) if allowed is None else allowed.copy()
+        for failure in failures:
+            mask &= ~failure.nodes
+        if fits:
+            mask &= fits_rows(nodes.future_idle(), cols, task.init_vector)
     found = np.flatnonzero(mask)
     if len(found) == 0:
         reasons: dict[str, int] = {}
@@ -103,9 +106,13 @@ def feasible_nodes(
     if limit:
         wanted = num_feasible_nodes_to_find(count)
         if len(found) > wanted:
-            start = ssn.next_start_node % count
-            rotated = np.concatenate((found[found >= start], found[found < start]))
-            found = rotated[:wanted]
+            # the first `wanted` of the feasible nodes from next_start_node on, wrapping around
+            start = int(np.searchsorted(found, ssn.next_start_node % count))
+            after = len(found) - start
+            if after >= wanted:
+                found = found[start : start + wanted]
+            else:
+                found = np.concatenate((found[start:], found[: wanted - after]))
             ssn.next_start_node = (int(found[-1]) + 1) % count
     return FitResult(found, {})
 
@@ -114,7 +121,7 @@ def select_best_node(ssn: Session, task: TaskInfo, candidates: np.ndarray) -> in
     """Nodes where the request fits idle resources come first (allocate now), then those where it only
     fits future idle (pipeline); within that gradient the highest summed score wins."""
     cols = task.requested_columns
-    if len(cols):
+    if len(cols) and not ssn.nodes.future_is_idle():
         now = fits_rows(ssn.nodes.idle.take(candidates, axis=0), cols, task.init_vector)
         if now.any():
             candidates = candidates[now]

@@ -23,6 +23,7 @@ class NodeTable:
 
     __slots__ = (
         "allocatable",
+        "diverging",
         "future",
         "idle",
         "index",
@@ -58,6 +59,8 @@ class NodeTable:
         self.idle = base.allocatable.copy()
         # idle + releasing - pipelined, kept incrementally because every fit check reads it
         self.future = base.allocatable.copy()
+        # what makes `future` differ from `idle`: Pipelined and Releasing tasks, and reserved room
+        self.diverging = 0
         self.pod_count = np.zeros(count, dtype=np.int64)
         self.releasing_pods = np.zeros(count, dtype=np.int64)
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in range(count)]
@@ -68,6 +71,11 @@ class NodeTable:
     def future_idle(self) -> np.ndarray:
         """Read-only by convention: the live array, not a copy."""
         return self.future
+
+    def future_is_idle(self) -> bool:
+        """No node has anything pipelined, reserved or releasing: its future idle is its idle, and a
+        request that fits one fits the other."""
+        return self.diverging == 0
 
     def future_idle_row(self, i: int) -> np.ndarray:
         row: np.ndarray = self.future[i]
@@ -80,11 +88,13 @@ class NodeTable:
         if status == TaskStatus.PIPELINED:
             self.pipelined[i] += vec
             self.future[i] -= vec
+            self.diverging += 1
         elif status == TaskStatus.RELEASING:
             self.releasing[i] += vec
             self.used[i] += vec
             self.idle[i] -= vec
             self.releasing_pods[i] += 1
+            self.diverging += 1
         else:
             self.used[i] += vec
             self.idle[i] -= vec
@@ -98,6 +108,7 @@ class NodeTable:
         self.pipelined[i] += vec
         self.future[i] -= vec
         self.pod_count[i] += 1
+        self.diverging += 1
 
     def future_pods(self, i: int) -> int:
         """Pod slots taken on node i once its Releasing tasks have stopped."""
@@ -118,6 +129,7 @@ class NodeTable:
         if releasing:
             np.add.at(self.releasing, rows, vectors)
             self.releasing_pods += np.bincount(rows, minlength=len(self.releasing_pods))
+            self.diverging += len(rows)
         else:
             np.subtract.at(self.future, rows, vectors)
         self.pod_count += np.bincount(rows, minlength=len(self.pod_count))
@@ -128,11 +140,13 @@ class NodeTable:
         if status == TaskStatus.PIPELINED:
             self.pipelined[i] -= vec
             self.future[i] += vec
+            self.diverging -= 1
         elif status == TaskStatus.RELEASING:
             self.releasing[i] -= vec
             self.used[i] -= vec
             self.idle[i] += vec
             self.releasing_pods[i] -= 1
+            self.diverging -= 1
         else:
             self.used[i] -= vec
             self.idle[i] += vec
