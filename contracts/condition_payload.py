@@ -6,7 +6,8 @@ from __future__ import annotations
 from contracts.objects import PodGroupCondition
 from contracts.payloads import PodGroupConditionPayload
 
-_FIELDS = ("type", "status", "transition_id", "last_transition_time", "reason", "message")
+# the payload's fields, which are the object's (tests/unit/contracts/test_condition_payload.py)
+_FIELDS: tuple[str, ...] = PodGroupConditionPayload.__struct_fields__
 
 
 def podgroup_condition(condition: PodGroupConditionPayload) -> PodGroupCondition:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from support.payload_examples import EXAMPLES
+
 from contracts.condition_payload import condition_payload, podgroup_condition
 from contracts.objects import PodGroupCondition
-from contracts.payloads import PodGroupConditionPayload
+from contracts.payloads import PodGroupConditionPayload, PodGroupStatusChanged
 
 
 def test_the_object_and_the_payload_have_the_same_fields() -> None:
@@ -17,14 +19,10 @@ def test_the_object_and_the_payload_have_the_same_fields() -> None:
 
 
 def test_a_condition_goes_through_its_payload_unchanged() -> None:
-    condition = PodGroupCondition(
-        type="Unschedulable",
-        status="False",
-        transition_id="t-7",
-        last_transition_time=1_700_000_000.5,
-        reason="NotEnoughResources",
-        message="2/4 tasks in gang unschedulable",
-    )
-    payload = condition_payload(condition)
-    assert payload.reason == "NotEnoughResources" and payload.transition_id == "t-7"
-    assert podgroup_condition(payload) == condition
+    # the catalogue's example condition (every field set), as a PodGroupStatusChanged carries it
+    status = EXAMPLES["PodGroupStatusChanged"]
+    assert isinstance(status, PodGroupStatusChanged)
+    (payload,) = status.conditions
+    condition = podgroup_condition(payload)
+    assert (condition.reason, condition.transition_id) == (payload.reason, payload.transition_id)
+    assert condition_payload(condition) == payload
